@@ -1,0 +1,630 @@
+//! Configuration: every parameter of the pipeline in one TOML file (`qrmem.toml`), overridable
+//! by environment variables (`QRMEM_<SECTION>_<KEY>`) and then by command-line flags.
+//!
+//! Precedence, lowest first: built-in defaults, the file, the environment, flags (applied by the
+//! binary on the returned [`Config`]). The API key is the one exception: it is read from the
+//! environment only (`QRMEM_LLM_API_KEY`), is never accepted in the file, and is held in a
+//! [`Secret`] that never prints, serialises or hashes its value.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// The environment variable that names the configuration file when `--config` is not given.
+pub const CONFIG_ENV: &str = "QRMEM_CONFIG";
+/// The environment variable holding the LLM API key (the only place a key is read from).
+pub const API_KEY_ENV: &str = "QRMEM_LLM_API_KEY";
+/// The file looked for in the working directory when no path is given.
+pub const DEFAULT_CONFIG_FILE: &str = "qrmem.toml";
+
+/// A secret string (an API key). `Debug` and `Display` print `<redacted>`; it has no `Serialize`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(Option<String>);
+
+impl Secret {
+    pub fn new(value: Option<String>) -> Self {
+        Secret(value.filter(|v| !v.is_empty()))
+    }
+    /// The value, for the one place that needs it: the `Authorization` header.
+    pub fn expose(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "<redacted>"
+        } else {
+            "<unset>"
+        })
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// How structured (JSON) output is requested from the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonMode {
+    /// `json_schema` first; if the server rejects it, `json_object` from then on.
+    Auto,
+    JsonSchema,
+    JsonObject,
+    /// No `response_format`; the reply is parsed tolerantly all the same.
+    None,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// One or more OpenAI-compatible base URLs (ending in `/v1`), balanced round-robin.
+    pub base_urls: Vec<String>,
+    /// The model name sent with every request (llama-server: its `--alias`).
+    pub model: String,
+    /// Per-request timeout, seconds.
+    pub timeout_secs: f64,
+    /// Transport retries (429, 5xx, timeouts, dropped connections) after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay, milliseconds; doubles each retry, with full jitter.
+    pub backoff_base_ms: u64,
+    /// Cap on one backoff delay (and on an honoured `Retry-After`), milliseconds.
+    pub backoff_max_ms: u64,
+    /// Requests in flight at once, shared by every caller of one client.
+    pub concurrency: usize,
+    pub json_mode: JsonMode,
+    /// Reply budget per request, tokens.
+    pub max_tokens: u32,
+    /// Small models loop under greedy decoding; a frequency penalty stops that.
+    pub frequency_penalty: f32,
+    /// The first attempt at a structured reply runs at this temperature (the paper: 0).
+    pub temperature: f32,
+    /// Unparsable structured replies are retried this many times (the paper: 4) ...
+    pub json_retries: u32,
+    /// ... at this temperature (the paper: 0.7).
+    pub retry_temperature: f32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_urls: vec!["http://127.0.0.1:8080/v1".to_string()],
+            model: "qwen2.5-coder-0.5b-instruct".to_string(),
+            timeout_secs: 300.0,
+            max_retries: 5,
+            backoff_base_ms: 500,
+            backoff_max_ms: 30_000,
+            concurrency: 1,
+            json_mode: JsonMode::Auto,
+            max_tokens: 512,
+            frequency_penalty: 0.5,
+            temperature: 0.0,
+            json_retries: 4,
+            retry_temperature: 0.7,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    pub enabled: bool,
+    /// Directory of the content-addressed reply cache.
+    pub dir: PathBuf,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            enabled: true,
+            dir: qrmem_home().join("llm-cache"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedConfig {
+    /// A Hugging Face style model directory (config.json, tokenizer.json or vocab.txt,
+    /// model.safetensors). Default: the packaged all-MiniLM-L6-v2 installed by the setup.
+    pub model_dir: PathBuf,
+    /// L2-normalise vectors (sentence-transformers models); Contriever uses raw dot products.
+    pub normalize: bool,
+    pub batch_size: usize,
+    pub threads: usize,
+    /// libtorch directory (`LIBTORCH` is honoured too).
+    pub libtorch_dir: PathBuf,
+}
+
+impl Default for EmbedConfig {
+    fn default() -> Self {
+        EmbedConfig {
+            model_dir: qrmem_home().join("models").join("all-MiniLM-L6-v2"),
+            normalize: true,
+            batch_size: 32,
+            threads: 1,
+            libtorch_dir: qrmem_home().join("libtorch"),
+        }
+    }
+}
+
+/// Memory construction (QRMeM section 2.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Segment length in cl100k tokens (the paper: 600).
+    pub segment_tokens: usize,
+    /// A generated question joins the pool only if its ROUGE-L with every pooled one is below this.
+    pub question_rouge_threshold: f64,
+    /// String similarity (Jaro-Winkler) at or above which two normalised entity names merge.
+    pub entity_similarity: f64,
+    /// Ablation (paper Table 2): no question generation or graph update.
+    pub graph_update: bool,
+    /// Ablation (paper Table 2): schema extractor only, no LLM entity recognition.
+    pub open_entity: bool,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            segment_tokens: 600,
+            question_rouge_threshold: 0.6,
+            entity_similarity: 0.92,
+            graph_update: true,
+            open_entity: true,
+        }
+    }
+}
+
+/// Navigation and answering (QRMeM section 2.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NavigateConfig {
+    /// `kn`, `ges` or `te`.
+    pub method: String,
+    /// Context window L in tokens, instructions and reply included (the paper: 4096).
+    pub context_window: usize,
+    /// Tokens reserved for the reply inside the window.
+    pub reply_tokens: usize,
+    /// QRMeM-KN: navigation trials before answering from the final S_mix (default 4).
+    pub max_trials: usize,
+    /// QRMeM-GES: edge similarity an adjacent node must pass to join the expansion.
+    pub ges_threshold: f32,
+    /// QRMeM-GES: expansion rounds at most.
+    pub ges_max_iterations: usize,
+    /// Ablation: score edges with the question only.
+    pub reflection: bool,
+    /// Ablation: answer from S_imp only.
+    pub navigation: bool,
+}
+
+impl Default for NavigateConfig {
+    fn default() -> Self {
+        NavigateConfig {
+            method: "kn".to_string(),
+            context_window: 4096,
+            reply_tokens: 512,
+            max_trials: 4,
+            ges_threshold: 0.5,
+            ges_max_iterations: 3,
+            reflection: true,
+            navigation: true,
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub cache: CacheConfig,
+    pub embed: EmbedConfig,
+    pub memory: MemoryConfig,
+    pub navigate: NavigateConfig,
+    /// From `QRMEM_LLM_API_KEY` only.
+    #[serde(skip)]
+    pub api_key: Secret,
+}
+
+/// `~/.cache/qrmem`, or `$QRMEM_CACHE` when set: where the setup scripts install the local
+/// server, models and libtorch, and where the reply cache lives by default.
+pub fn qrmem_home() -> PathBuf {
+    if let Some(dir) = std::env::var_os("QRMEM_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".cache").join("qrmem")
+}
+
+/// Where the configuration came from, for `doctor` and error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    Defaults,
+    File(PathBuf),
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigSource::Defaults => f.write_str("built-in defaults (no qrmem.toml)"),
+            ConfigSource::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration: `path` if given (it must exist), else `$QRMEM_CONFIG`, else
+    /// `./qrmem.toml` if present, else the defaults; then applies the environment `env`.
+    pub fn load<I>(path: Option<&Path>, env: I) -> Result<(Config, ConfigSource), ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let chosen: Option<PathBuf> = match path {
+            Some(p) => Some(p.to_path_buf()),
+            None => match lookup(CONFIG_ENV).filter(|v| !v.is_empty()) {
+                Some(p) => Some(PathBuf::from(p)),
+                None => {
+                    let local = PathBuf::from(DEFAULT_CONFIG_FILE);
+                    local.is_file().then_some(local)
+                }
+            },
+        };
+        let (text, source) = match chosen {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p).map_err(|e| ConfigError::Read {
+                    path: p.clone(),
+                    source: e,
+                })?;
+                (text, ConfigSource::File(p))
+            }
+            None => (String::new(), ConfigSource::Defaults),
+        };
+        let config = Config::from_toml_and_env(&text, &source, &env)?;
+        Ok((config, source))
+    }
+
+    /// Parses `text` over the defaults and applies `QRMEM_<SECTION>_<KEY>` overrides from `env`.
+    pub fn from_toml_and_env(
+        text: &str,
+        source: &ConfigSource,
+        env: &[(String, String)],
+    ) -> Result<Config, ConfigError> {
+        let mut file: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    source_name: source.to_string(),
+                    message: e.to_string(),
+                })?;
+        if let Some(llm) = file.get("llm").and_then(|v| v.as_table()) {
+            if llm.contains_key("api_key") {
+                return Err(ConfigError::KeyInFile {
+                    source_name: source.to_string(),
+                });
+            }
+        }
+        let defaults =
+            toml::Table::try_from(Config::default()).map_err(|e| ConfigError::Parse {
+                source_name: "built-in defaults".into(),
+                message: e.to_string(),
+            })?;
+        // Environment overrides are applied to the merged table, so they reach every key the
+        // defaults know of, with the key's own type.
+        for (section, keys) in &defaults {
+            let Some(keys) = keys.as_table() else {
+                continue;
+            };
+            for (key, default_value) in keys {
+                let var = format!("QRMEM_{}_{}", section.to_uppercase(), key.to_uppercase());
+                let Some((_, raw)) = env.iter().find(|(k, _)| *k == var) else {
+                    continue;
+                };
+                let value = env_value(&var, raw, default_value)?;
+                let table = file
+                    .entry(section.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                match table.as_table_mut() {
+                    Some(t) => {
+                        t.insert(key.clone(), value);
+                    }
+                    None => {
+                        return Err(ConfigError::Parse {
+                            source_name: source.to_string(),
+                            message: format!("[{section}] must be a table"),
+                        })
+                    }
+                }
+            }
+        }
+        // Short names the guide and README use: QRMEM_LLM_BASE_URL (one URL or a comma list;
+        // QRMEM_LLM_BASE_URLS wins when both are set), QRMEM_CACHE_DIR, QRMEM_NO_CACHE.
+        let has = |name: &str| env.iter().any(|(k, _)| k == name);
+        for (var, section, key) in [
+            ("QRMEM_LLM_BASE_URL", "llm", "base_urls"),
+            ("QRMEM_NO_CACHE", "cache", "enabled"),
+        ] {
+            if var == "QRMEM_LLM_BASE_URL" && has("QRMEM_LLM_BASE_URLS") {
+                continue;
+            }
+            let Some((_, raw)) = env.iter().find(|(k, _)| k == var) else {
+                continue;
+            };
+            let value = match key {
+                "enabled" => toml::Value::Boolean(!truthy(raw)),
+                _ => env_value(var, raw, &toml::Value::Array(Vec::new()))?,
+            };
+            if let Some(t) = file
+                .entry(section.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+            {
+                t.insert(key.to_string(), value);
+            }
+        }
+        let mut config: Config =
+            toml::Value::Table(file)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    source_name: source.to_string(),
+                    message: e.to_string(),
+                })?;
+        if let Some((_, dir)) = env.iter().find(|(k, _)| k == "LIBTORCH") {
+            if !env.iter().any(|(k, _)| k == "QRMEM_EMBED_LIBTORCH_DIR") && !dir.is_empty() {
+                config.embed.libtorch_dir = PathBuf::from(dir);
+            }
+        }
+        config.api_key = Secret::new(
+            env.iter()
+                .find(|(k, _)| k == API_KEY_ENV)
+                .map(|(_, v)| v.clone()),
+        );
+        config.validate(source)?;
+        Ok(config)
+    }
+
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self, source: &ConfigSource) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: String| ConfigError::Invalid {
+            source_name: source.to_string(),
+            key: key.to_string(),
+            message: why,
+        };
+        if self.llm.base_urls.is_empty() {
+            return Err(bad("llm.base_urls", "needs at least one URL".into()));
+        }
+        for url in &self.llm.base_urls {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(bad(
+                    "llm.base_urls",
+                    format!("'{url}' is not an http(s) URL"),
+                ));
+            }
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(bad("llm.model", "is empty".into()));
+        }
+        if !(self.llm.timeout_secs > 0.0) {
+            return Err(bad("llm.timeout_secs", "must be positive".into()));
+        }
+        if self.llm.concurrency == 0 {
+            return Err(bad("llm.concurrency", "must be at least 1".into()));
+        }
+        if self.llm.max_tokens == 0 {
+            return Err(bad("llm.max_tokens", "must be at least 1".into()));
+        }
+        if self.memory.segment_tokens < 16 {
+            return Err(bad("memory.segment_tokens", "must be at least 16".into()));
+        }
+        if !(0.0..=1.0).contains(&self.memory.question_rouge_threshold) {
+            return Err(bad(
+                "memory.question_rouge_threshold",
+                "must lie in [0, 1]".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.memory.entity_similarity) {
+            return Err(bad("memory.entity_similarity", "must lie in [0, 1]".into()));
+        }
+        if self.navigate.reply_tokens >= self.navigate.context_window {
+            return Err(bad(
+                "navigate.reply_tokens",
+                "must be smaller than navigate.context_window".into(),
+            ));
+        }
+        if !["kn", "ges", "te"].contains(&self.navigate.method.as_str()) {
+            return Err(bad(
+                "navigate.method",
+                format!("'{}' is not one of kn, ges, te", self.navigate.method),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The configuration as TOML (the API key is never part of it).
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        toml::to_string_pretty(self).map_err(|e| ConfigError::Parse {
+            source_name: "configuration".into(),
+            message: e.to_string(),
+        })
+    }
+}
+
+fn truthy(raw: &str) -> bool {
+    matches!(
+        raw.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+/// Converts an environment string to the TOML type of the key's default.
+fn env_value(var: &str, raw: &str, like: &toml::Value) -> Result<toml::Value, ConfigError> {
+    let invalid = |what: &str| ConfigError::Env {
+        var: var.to_string(),
+        value: raw.to_string(),
+        expected: what.to_string(),
+    };
+    let raw_t = raw.trim();
+    Ok(match like {
+        toml::Value::String(_) => toml::Value::String(raw.to_string()),
+        toml::Value::Integer(_) => {
+            toml::Value::Integer(raw_t.parse().map_err(|_| invalid("an integer"))?)
+        }
+        toml::Value::Float(_) => {
+            toml::Value::Float(raw_t.parse().map_err(|_| invalid("a number"))?)
+        }
+        toml::Value::Boolean(_) => match raw_t.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => toml::Value::Boolean(true),
+            "0" | "false" | "no" | "off" => toml::Value::Boolean(false),
+            _ => return Err(invalid("true or false")),
+        },
+        toml::Value::Array(_) => toml::Value::Array(
+            raw.split(',')
+                .map(|s| s.trim())
+                .filter(|s| !s.is_empty())
+                .map(|s| toml::Value::String(s.to_string()))
+                .collect(),
+        ),
+        _ => return Err(invalid("a value of the key's type")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_paper() {
+        let c = Config::from_toml_and_env("", &ConfigSource::Defaults, &[]).unwrap();
+        assert_eq!(c.memory.segment_tokens, 600);
+        assert_eq!(c.memory.question_rouge_threshold, 0.6);
+        assert_eq!(c.navigate.context_window, 4096);
+        assert_eq!(c.navigate.max_trials, 4);
+        assert_eq!(c.llm.json_retries, 4);
+        assert_eq!(c.llm.retry_temperature, 0.7);
+        assert_eq!(c.llm.temperature, 0.0);
+        assert_eq!(c.llm.base_urls, vec!["http://127.0.0.1:8080/v1"]);
+    }
+
+    #[test]
+    fn file_then_env_override() {
+        let text = "[llm]\nmodel = \"from-file\"\nconcurrency = 2\n[navigate]\nmax_trials = 6\n";
+        let e = env(&[
+            ("QRMEM_LLM_MODEL", "from-env"),
+            ("QRMEM_LLM_BASE_URL", "http://ignored:9/v1"),
+            ("QRMEM_LLM_BASE_URLS", "http://a:1/v1, http://b:2/v1"),
+            ("QRMEM_LLM_TIMEOUT_SECS", "7.5"),
+            ("QRMEM_NO_CACHE", "1"),
+        ]);
+        let c = Config::from_toml_and_env(text, &ConfigSource::Defaults, &e).unwrap();
+        assert_eq!(c.llm.model, "from-env");
+        assert_eq!(c.llm.concurrency, 2);
+        assert_eq!(c.navigate.max_trials, 6);
+        assert_eq!(c.llm.base_urls, vec!["http://a:1/v1", "http://b:2/v1"]);
+        assert_eq!(c.llm.timeout_secs, 7.5);
+        assert!(!c.cache.enabled);
+        let c = Config::from_toml_and_env(
+            "",
+            &ConfigSource::Defaults,
+            &env(&[
+                ("QRMEM_LLM_BASE_URL", "http://one:3/v1"),
+                ("QRMEM_CACHE_DIR", "/tmp/x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.llm.base_urls, vec!["http://one:3/v1"]);
+        assert_eq!(c.cache.dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn unknown_key_is_a_clear_error() {
+        let err = Config::from_toml_and_env(
+            "[llm]\nmodle = \"x\"\n",
+            &ConfigSource::File("q.toml".into()),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("q.toml") && err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn bad_env_value_names_the_variable() {
+        let err = Config::from_toml_and_env(
+            "",
+            &ConfigSource::Defaults,
+            &env(&[("QRMEM_LLM_CONCURRENCY", "many")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("QRMEM_LLM_CONCURRENCY") && err.contains("many"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn api_key_only_from_env_and_never_printed() {
+        let err = Config::from_toml_and_env(
+            "[llm]\napi_key = \"sk-file\"\n",
+            &ConfigSource::Defaults,
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("QRMEM_LLM_API_KEY"), "{err}");
+        assert!(!err.contains("sk-file"));
+        let c = Config::from_toml_and_env(
+            "",
+            &ConfigSource::Defaults,
+            &env(&[(API_KEY_ENV, "sk-secret-123")]),
+        )
+        .unwrap();
+        assert_eq!(c.api_key.expose(), Some("sk-secret-123"));
+        assert!(!format!("{c:?}").contains("sk-secret-123"));
+        assert!(!c.to_toml().unwrap().contains("sk-secret-123"));
+    }
+
+    #[test]
+    fn invalid_values_are_rejected() {
+        for text in [
+            "[llm]\nbase_urls = []\n",
+            "[llm]\nbase_urls = [\"localhost:8080\"]\n",
+            "[llm]\nconcurrency = 0\n",
+            "[navigate]\nmethod = \"bfs\"\n",
+            "[navigate]\nreply_tokens = 5000\n",
+        ] {
+            assert!(
+                Config::from_toml_and_env(text, &ConfigSource::Defaults, &[]).is_err(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_explicit_file_is_an_error() {
+        let err = Config::load(Some(Path::new("/nonexistent/qrmem.toml")), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/qrmem.toml"), "{err}");
+    }
+}

@@ -1,0 +1,10 @@
+//! qrmem: long-context question answering over a query-oriented memory (QRMeM) and the memory
+//! systems it is compared with. See ARCHITECTURE.md for the code map.
+
+pub mod config;
+pub mod doctor;
+pub mod error;
+pub mod llm;
+
+pub use config::Config;
+pub use error::{ConfigError, LlmError};

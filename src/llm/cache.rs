@@ -1,0 +1,233 @@
+//! Content-addressed on-disk cache of LLM replies.
+//!
+//! Key: SHA-256 of the canonical JSON of (format version, model, messages, sampling, schema).
+//! The API key and the server URL are not part of it: the same model answers the same request
+//! the same way wherever it is served. One file per entry (`DIR/ab/abcd....json`), written to a
+//! temporary file in the same directory, flushed, then renamed into place: a crash mid-write
+//! leaves at most a stray temporary file, never a torn entry, and never touches other entries.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{ChatReply, ChatRequest, JsonSchema, Message, Sampling};
+use crate::error::LlmError;
+
+/// Bumped when the key material or the entry format changes.
+const FORMAT: u32 = 1;
+
+/// A cache key: 64 hex digits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CacheKey(String);
+
+impl CacheKey {
+    pub fn for_request(model: &str, request: &ChatRequest) -> Self {
+        #[derive(Serialize)]
+        struct Material<'a> {
+            format: u32,
+            model: &'a str,
+            messages: &'a [Message],
+            sampling: &'a Sampling,
+            schema: &'a Option<JsonSchema>,
+        }
+        let material = Material {
+            format: FORMAT,
+            model,
+            messages: &request.messages,
+            sampling: &request.sampling,
+            schema: &request.schema,
+        };
+        // Serialising plain structs and serde_json's (sorted, string-keyed) maps cannot fail;
+        // the Debug fallback keeps the function total and deterministic all the same.
+        let bytes = serde_json::to_vec(&material)
+            .unwrap_or_else(|_| format!("{FORMAT}|{model}|{request:?}").into_bytes());
+        CacheKey(hex::encode(Sha256::digest(&bytes)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    format: u32,
+    key: String,
+    model: String,
+    request: ChatRequest,
+    reply: ChatReply,
+}
+
+/// The reply cache in one directory.
+#[derive(Clone, Debug)]
+pub struct ReplyCache {
+    dir: PathBuf,
+}
+
+impl ReplyCache {
+    /// Opens (creating if needed) the cache directory.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, LlmError> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(|e| LlmError::Cache {
+            path: dir.clone(),
+            message: format!("cannot create the directory: {e}"),
+        })?;
+        Ok(ReplyCache { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(&key.0[..2]).join(format!("{}.json", key.0))
+    }
+
+    /// The cached reply, if any. An unreadable or foreign entry counts as a miss (and is
+    /// replaced by the next `put`); it is logged, never fatal.
+    pub fn get(&self, key: &CacheKey) -> Option<ChatReply> {
+        let path = self.path(key);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "unreadable cache entry: {e}");
+                return None;
+            }
+        };
+        match serde_json::from_slice::<Entry>(&bytes) {
+            Ok(entry) if entry.format == FORMAT && entry.key == key.0 => Some(entry.reply),
+            Ok(_) => {
+                tracing::warn!(path = %path.display(), "cache entry of another format or key; ignored");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "corrupt cache entry ignored: {e}");
+                None
+            }
+        }
+    }
+
+    /// Stores a reply atomically (temporary file, fsync, rename).
+    pub fn put(
+        &self,
+        key: &CacheKey,
+        model: &str,
+        request: &ChatRequest,
+        reply: &ChatReply,
+    ) -> Result<(), LlmError> {
+        let path = self.path(key);
+        let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
+        let err = |what: &str, e: &dyn std::fmt::Display| LlmError::Cache {
+            path: path.clone(),
+            message: format!("{what}: {e}"),
+        };
+        fs::create_dir_all(&parent).map_err(|e| err("cannot create the directory", &e))?;
+        let mut stored = reply.clone();
+        stored.cached = false;
+        stored.attempts = 0;
+        let entry = Entry {
+            format: FORMAT,
+            key: key.0.clone(),
+            model: model.to_string(),
+            request: request.clone(),
+            reply: stored,
+        };
+        let bytes = serde_json::to_vec_pretty(&entry).map_err(|e| err("cannot serialise", &e))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&parent)
+            .map_err(|e| err("cannot create a temporary file", &e))?;
+        tmp.write_all(&bytes).map_err(|e| err("cannot write", &e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| err("cannot sync", &e))?;
+        tmp.persist(&path)
+            .map_err(|e| err("cannot rename into place", &e.error))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Usage;
+
+    fn request(text: &str, temperature: f32) -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::user(text)],
+            sampling: Sampling {
+                temperature,
+                max_tokens: 64,
+                frequency_penalty: 0.5,
+                seed: None,
+            },
+            schema: None,
+        }
+    }
+
+    fn reply(text: &str) -> ChatReply {
+        ChatReply {
+            content: text.into(),
+            finish_reason: "stop".into(),
+            usage: Usage {
+                prompt_tokens: 5,
+                completion_tokens: 2,
+            },
+            attempts: 2,
+            cached: false,
+        }
+    }
+
+    #[test]
+    fn key_depends_on_every_input() {
+        let base = CacheKey::for_request("m", &request("hi", 0.0));
+        assert_eq!(base, CacheKey::for_request("m", &request("hi", 0.0)));
+        assert_ne!(base, CacheKey::for_request("m2", &request("hi", 0.0)));
+        assert_ne!(base, CacheKey::for_request("m", &request("hi!", 0.0)));
+        assert_ne!(base, CacheKey::for_request("m", &request("hi", 0.7)));
+        let mut seeded = request("hi", 0.0);
+        seeded.sampling.seed = Some(1);
+        assert_ne!(base, CacheKey::for_request("m", &seeded));
+        let mut with_schema = request("hi", 0.0);
+        with_schema.schema = Some(JsonSchema {
+            name: "s".into(),
+            schema: serde_json::json!({"type": "object"}),
+        });
+        assert_ne!(base, CacheKey::for_request("m", &with_schema));
+        assert_eq!(base.as_str().len(), 64);
+    }
+
+    #[test]
+    fn round_trip_and_corrupt_entries_are_misses() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ReplyCache::open(dir.path()).unwrap();
+        let req = request("hello", 0.0);
+        let key = CacheKey::for_request("m", &req);
+        assert!(cache.get(&key).is_none());
+        cache.put(&key, "m", &req, &reply("world")).unwrap();
+        let got = cache.get(&key).unwrap();
+        assert_eq!(got.content, "world");
+        assert_eq!(got.usage.prompt_tokens, 5);
+        // A second entry, then a torn first entry: the second is untouched, the first a miss.
+        let req2 = request("other", 0.0);
+        let key2 = CacheKey::for_request("m", &req2);
+        cache.put(&key2, "m", &req2, &reply("two")).unwrap();
+        let path = cache.path(&key);
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(cache.get(&key).is_none());
+        assert_eq!(cache.get(&key2).unwrap().content, "two");
+        // The next put repairs it.
+        cache.put(&key, "m", &req, &reply("again")).unwrap();
+        assert_eq!(cache.get(&key).unwrap().content, "again");
+        // No temporary files are left behind.
+        let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().ends_with(".json"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+}

@@ -1,0 +1,200 @@
+//! The ledger: requests, tokens, cache hits, retries, failures and wall time per pipeline stage.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Usage;
+
+/// Counters of one stage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageStats {
+    /// Calls answered by the server (cache hits not included).
+    pub requests: u64,
+    /// Calls answered by the reply cache: no network traffic.
+    pub cache_hits: u64,
+    /// HTTP attempts beyond the first, over all requests.
+    pub retries: u64,
+    /// Calls that ended in a transport error after the retry budget.
+    pub errors: u64,
+    /// Structured replies that did not parse (each one is retried by the policy).
+    pub unparsable: u64,
+    /// Structured steps that never parsed: recorded as failures of that step.
+    pub failed_steps: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Summed wall time of the calls, seconds (calls in parallel each count in full).
+    pub wall_secs: f64,
+}
+
+impl StageStats {
+    fn add(&mut self, other: &StageStats) {
+        self.requests += other.requests;
+        self.cache_hits += other.cache_hits;
+        self.retries += other.retries;
+        self.errors += other.errors;
+        self.unparsable += other.unparsable;
+        self.failed_steps += other.failed_steps;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.wall_secs += other.wall_secs;
+    }
+}
+
+/// A point-in-time copy of the ledger; what is printed and saved with results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerSnapshot {
+    pub model: String,
+    pub stages: BTreeMap<String, StageStats>,
+}
+
+impl LedgerSnapshot {
+    pub fn total(&self) -> StageStats {
+        let mut total = StageStats::default();
+        for s in self.stages.values() {
+            total.add(s);
+        }
+        total
+    }
+}
+
+impl fmt::Display for LedgerSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "LLM ledger (model {})", self.model)?;
+        writeln!(
+            f,
+            "{:<16} {:>8} {:>10} {:>8} {:>7} {:>8} {:>13} {:>13} {:>9}",
+            "stage",
+            "requests",
+            "cache hits",
+            "retries",
+            "errors",
+            "failed",
+            "prompt tok",
+            "completion tok",
+            "wall s"
+        )?;
+        let mut row = |name: &str, s: &StageStats| {
+            writeln!(
+                f,
+                "{:<16} {:>8} {:>10} {:>8} {:>7} {:>8} {:>13} {:>13} {:>9.2}",
+                name,
+                s.requests,
+                s.cache_hits,
+                s.retries,
+                s.errors,
+                s.failed_steps,
+                s.prompt_tokens,
+                s.completion_tokens,
+                s.wall_secs
+            )
+        };
+        for (name, s) in &self.stages {
+            row(name, s)?;
+        }
+        if self.stages.len() != 1 {
+            row("total", &self.total())?;
+        }
+        Ok(())
+    }
+}
+
+/// Thread-safe ledger shared by every caller of one [`super::Service`].
+#[derive(Debug, Default)]
+pub struct Ledger {
+    model: String,
+    stages: Mutex<BTreeMap<String, StageStats>>,
+}
+
+impl Ledger {
+    pub fn new(model: impl Into<String>) -> Self {
+        Ledger {
+            model: model.into(),
+            stages: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn update(&self, stage: &str, f: impl FnOnce(&mut StageStats)) {
+        // A poisoned lock only means another thread panicked mid-update of plain counters.
+        let mut stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+        f(stages.entry(stage.to_string()).or_default());
+    }
+
+    pub fn record_request(&self, stage: &str, usage: Usage, attempts: u32, wall: Duration) {
+        self.update(stage, |s| {
+            s.requests += 1;
+            s.retries += u64::from(attempts.saturating_sub(1));
+            s.prompt_tokens += usage.prompt_tokens;
+            s.completion_tokens += usage.completion_tokens;
+            s.wall_secs += wall.as_secs_f64();
+        });
+    }
+
+    pub fn record_cache_hit(&self, stage: &str, wall: Duration) {
+        self.update(stage, |s| {
+            s.cache_hits += 1;
+            s.wall_secs += wall.as_secs_f64();
+        });
+    }
+
+    pub fn record_error(&self, stage: &str, attempts: u32, wall: Duration) {
+        self.update(stage, |s| {
+            s.errors += 1;
+            s.retries += u64::from(attempts.saturating_sub(1));
+            s.wall_secs += wall.as_secs_f64();
+        });
+    }
+
+    pub fn record_unparsable(&self, stage: &str) {
+        self.update(stage, |s| s.unparsable += 1);
+    }
+
+    pub fn record_failed_step(&self, stage: &str) {
+        self.update(stage, |s| s.failed_steps += 1);
+    }
+
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        let stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+        LedgerSnapshot {
+            model: self.model.clone(),
+            stages: stages.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_stage_and_total() {
+        let l = Ledger::new("m");
+        let u = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 3,
+        };
+        l.record_request("entities", u, 3, Duration::from_millis(500));
+        l.record_request("entities", u, 1, Duration::from_millis(500));
+        l.record_cache_hit("summary", Duration::from_millis(1));
+        l.record_unparsable("entities");
+        l.record_failed_step("entities");
+        let s = l.snapshot();
+        let e = &s.stages["entities"];
+        assert_eq!(
+            (e.requests, e.retries, e.prompt_tokens, e.completion_tokens),
+            (2, 2, 20, 6)
+        );
+        assert_eq!((e.unparsable, e.failed_steps), (1, 1));
+        assert_eq!(s.stages["summary"].cache_hits, 1);
+        let t = s.total();
+        assert_eq!((t.requests, t.cache_hits), (2, 1));
+        let text = s.to_string();
+        assert!(
+            text.contains("entities") && text.contains("total"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! The LLM boundary.
+//!
+//! - [`Llm`]: the transport trait, one chat completion per call. [`OpenAiClient`] speaks the
+//!   OpenAI-compatible HTTP API (llama.cpp's server, vLLM, Ollama, OpenAI); tests implement it
+//!   with scripted replies.
+//! - [`Service`]: what the pipeline calls. It puts the content-addressed [`ReplyCache`] in front
+//!   of the transport, records every call in the [`Ledger`] under a pipeline stage, and applies
+//!   the QRMeM paper's policy for structured output ([`Service::chat_json`]).
+
+mod cache;
+mod json;
+mod ledger;
+mod openai;
+mod scripted;
+mod service;
+
+pub use cache::{CacheKey, ReplyCache};
+pub use json::extract_json;
+pub use ledger::{Ledger, LedgerSnapshot, StageStats};
+pub use openai::{OpenAiClient, RetryPolicy};
+pub use scripted::{Scripted, ScriptedLlm};
+pub use service::{Policy, Service, Structured};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::LlmError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// Sampling parameters; part of the cache key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub max_tokens: u32,
+    pub frequency_penalty: f32,
+    /// Distinguishes the retries of one structured step (and seeds the server's sampler).
+    pub seed: Option<u64>,
+}
+
+/// A JSON Schema the reply must follow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchema {
+    /// A short identifier (`[a-zA-Z0-9_-]`), required by OpenAI's `json_schema` format.
+    pub name: String,
+    pub schema: serde_json::Value,
+}
+
+/// One chat completion request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub sampling: Sampling,
+    /// Ask for JSON following this schema (how depends on `llm.json_mode`).
+    pub schema: Option<JsonSchema>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// One chat completion reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatReply {
+    pub content: String,
+    /// `stop`, `length`, ... as the server said; `length` means the reply was cut off.
+    pub finish_reason: String,
+    pub usage: Usage,
+    /// HTTP attempts this reply took (1 when nothing was retried; 0 for a cache hit).
+    #[serde(default)]
+    pub attempts: u32,
+    /// Whether the reply came from the cache.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+impl ChatReply {
+    pub fn was_cut_off(&self) -> bool {
+        self.finish_reason == "length"
+    }
+}
+
+/// The transport: one chat completion per call. Implementations retry transport faults
+/// themselves and report how many attempts a reply took.
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// The model name sent to the server; part of every cache key.
+    fn model(&self) -> &str;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError>;
+}

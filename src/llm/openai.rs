@@ -1,0 +1,395 @@
+//! The OpenAI-compatible chat client (llama.cpp's server, vLLM, Ollama, OpenAI).
+//!
+//! One client is shared by every caller: it holds the concurrency semaphore, balances several
+//! base URLs round-robin (the next attempt of a failed request goes to the next URL), and retries
+//! 429, 5xx, timeouts, dropped connections and malformed bodies with exponential backoff and full
+//! jitter, honouring `Retry-After`. The API key goes into the `Authorization` header and nowhere
+//! else: errors and logs carry URLs, statuses and bodies, never headers.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+use super::{ChatReply, ChatRequest, Llm, Usage};
+use crate::config::{JsonMode, LlmConfig, Secret};
+use crate::error::LlmError;
+
+/// Longest slice of an error body kept in an error message.
+const BODY_EXCERPT: usize = 400;
+
+/// Transport retry schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts after the first.
+    pub max_retries: u32,
+    pub base: Duration,
+    pub max: Duration,
+}
+
+impl RetryPolicy {
+    /// Full jitter: a uniform delay in [0, min(max, base * 2^retry)].
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let exp = self.base.saturating_mul(1u32 << retry.min(16));
+        let cap = exp.min(self.max);
+        cap.mul_f64(fastrand::f64())
+    }
+}
+
+/// The OpenAI-compatible client.
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    base_urls: Vec<String>,
+    next_url: AtomicUsize,
+    model: String,
+    api_key: Secret,
+    permits: Arc<Semaphore>,
+    retry: RetryPolicy,
+    timeout: Duration,
+    json_mode: JsonMode,
+    /// Set once the server has rejected a `json_schema` response format (auto mode).
+    schema_rejected: AtomicBool,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("base_urls", &self.base_urls)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("retry", &self.retry)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl OpenAiClient {
+    pub fn new(config: &LlmConfig, api_key: Secret) -> Result<Self, LlmError> {
+        if config.base_urls.is_empty() {
+            return Err(LlmError::Request("no base URL configured".into()));
+        }
+        let timeout = Duration::from_secs_f64(config.timeout_secs);
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Request(format!("cannot build the HTTP client: {e}")))?;
+        Ok(OpenAiClient {
+            http,
+            base_urls: config
+                .base_urls
+                .iter()
+                .map(|u| u.trim_end_matches('/').to_string())
+                .collect(),
+            next_url: AtomicUsize::new(0),
+            model: config.model.clone(),
+            api_key,
+            permits: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            retry: RetryPolicy {
+                max_retries: config.max_retries,
+                base: Duration::from_millis(config.backoff_base_ms),
+                max: Duration::from_millis(config.backoff_max_ms),
+            },
+            timeout,
+            json_mode: config.json_mode,
+            schema_rejected: AtomicBool::new(false),
+        })
+    }
+
+    pub fn base_urls(&self) -> &[String] {
+        &self.base_urls
+    }
+
+    fn pick_url(&self) -> &str {
+        let i = self.next_url.fetch_add(1, Ordering::Relaxed) % self.base_urls.len();
+        &self.base_urls[i]
+    }
+
+    fn body(&self, request: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": request.sampling.temperature,
+            "max_tokens": request.sampling.max_tokens,
+            "stream": false,
+        });
+        if request.sampling.frequency_penalty != 0.0 {
+            body["frequency_penalty"] = json!(request.sampling.frequency_penalty);
+        }
+        if let Some(seed) = request.sampling.seed {
+            body["seed"] = json!(seed);
+        }
+        if let Some(schema) = &request.schema {
+            let mode = match self.json_mode {
+                JsonMode::Auto if self.schema_rejected.load(Ordering::Relaxed) => {
+                    JsonMode::JsonObject
+                }
+                JsonMode::Auto => JsonMode::JsonSchema,
+                other => other,
+            };
+            match mode {
+                JsonMode::JsonSchema | JsonMode::Auto => {
+                    body["response_format"] = json!({
+                        "type": "json_schema",
+                        "json_schema": {"name": schema.name, "schema": schema.schema, "strict": true},
+                    });
+                }
+                JsonMode::JsonObject => {
+                    // llama.cpp's server also constrains `json_object` by an attached schema.
+                    body["response_format"] =
+                        json!({"type": "json_object", "schema": schema.schema});
+                }
+                JsonMode::None => {}
+            }
+        }
+        body
+    }
+
+    /// One HTTP attempt. An error comes with the server's `Retry-After` (seconds), if it sent one.
+    async fn attempt(&self, url: &str, body: &Value) -> Result<ChatReply, (LlmError, Option<f64>)> {
+        let endpoint = format!("{url}/chat/completions");
+        let mut builder = self.http.post(&endpoint).json(body);
+        if let Some(key) = self.api_key.expose() {
+            builder = builder.bearer_auth(key);
+        }
+        let response = {
+            let _permit = self.permits.acquire().await.map_err(|_| {
+                (
+                    LlmError::Request("the client is shutting down".into()),
+                    None,
+                )
+            })?;
+            let response = builder
+                .send()
+                .await
+                .map_err(|e| (self.classify(url, &e), None))?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0);
+            let text = response
+                .text()
+                .await
+                .map_err(|e| (self.classify(url, &e), retry_after))?;
+            (status, retry_after, text)
+        };
+        let (status, retry_after, text) = response;
+        if !status.is_success() {
+            let error = LlmError::Http {
+                url: url.to_string(),
+                status: status.as_u16(),
+                body: excerpt(&text),
+            };
+            return Err((error, retry_after));
+        }
+        parse_completion(url, &text).map_err(|e| (e, None))
+    }
+
+    fn classify(&self, url: &str, e: &reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout {
+                url: url.to_string(),
+                secs: self.timeout.as_secs_f64(),
+            }
+        } else if e.is_decode() {
+            LlmError::Protocol {
+                url: url.to_string(),
+                message: e.to_string(),
+            }
+        } else {
+            // Refused, reset, closed mid-response: all "dropped connection" to the caller.
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                message.push_str(": ");
+                message.push_str(&s.to_string());
+                source = s.source();
+            }
+            LlmError::Connect {
+                url: url.to_string(),
+                message,
+            }
+        }
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(BODY_EXCERPT) {
+        Some((i, _)) => format!("{}...", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+/// Parses an OpenAI chat completion body.
+fn parse_completion(url: &str, text: &str) -> Result<ChatReply, LlmError> {
+    let bad = |message: String| LlmError::Protocol {
+        url: url.to_string(),
+        message,
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| bad(format!("body is not JSON ({e}): {}", excerpt(text))))?;
+    let choice = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| bad(format!("no choices in {}", excerpt(text))))?;
+    let content = choice
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(|c| c.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(|f| f.as_str())
+        .unwrap_or("unknown")
+        .to_string();
+    if content.trim().is_empty() && finish_reason != "length" {
+        return Err(bad("the reply is empty".into()));
+    }
+    let usage = value.get("usage");
+    let count = |k: &str| {
+        usage
+            .and_then(|u| u.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    Ok(ChatReply {
+        content,
+        finish_reason,
+        usage: Usage {
+            prompt_tokens: count("prompt_tokens"),
+            completion_tokens: count("completion_tokens"),
+        },
+        attempts: 1,
+        cached: false,
+    })
+}
+
+/// Whether a 400 says the server does not know the `json_schema` response format.
+fn rejects_json_schema(error: &LlmError) -> bool {
+    match error {
+        LlmError::Http { status, body, .. } if *status == 400 || *status == 422 => {
+            let b = body.to_ascii_lowercase();
+            b.contains("response_format") || b.contains("json_schema")
+        }
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl Llm for OpenAiClient {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        if request.messages.is_empty() {
+            return Err(LlmError::Request(
+                "a chat request needs at least one message".into(),
+            ));
+        }
+        let mut body = self.body(request);
+        let mut attempts = 0u32;
+        let mut retries = 0u32;
+        let mut last_url;
+        loop {
+            let url = self.pick_url().to_string();
+            last_url = url.clone();
+            attempts += 1;
+            let (error, retry_after) = match self.attempt(&url, &body).await {
+                Ok(mut reply) => {
+                    reply.attempts = attempts;
+                    return Ok(reply);
+                }
+                Err(e) => e,
+            };
+            if request.schema.is_some()
+                && self.json_mode == JsonMode::Auto
+                && !self.schema_rejected.load(Ordering::Relaxed)
+                && rejects_json_schema(&error)
+            {
+                tracing::info!(url = %url, "server rejects json_schema; using json_object from now on");
+                self.schema_rejected.store(true, Ordering::Relaxed);
+                body = self.body(request);
+                continue;
+            }
+            if !error.is_retryable() {
+                return Err(error);
+            }
+            if retries >= self.retry.max_retries {
+                return Err(LlmError::RetriesExhausted {
+                    url: last_url,
+                    attempts,
+                    last: Box::new(error),
+                });
+            }
+            let delay = match retry_after {
+                Some(secs) => Duration::from_secs_f64(secs).min(self.retry.max),
+                None => self.retry.backoff(retries),
+            };
+            tracing::warn!(url = %url, attempt = attempts, delay_ms = delay.as_millis() as u64, "LLM request failed, retrying: {error}");
+            retries += 1;
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_bounded_by_the_cap() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base: Duration::from_millis(100),
+            max: Duration::from_millis(250),
+        };
+        for retry in 0..20 {
+            assert!(p.backoff(retry) <= Duration::from_millis(250));
+        }
+        assert!(p.backoff(0) <= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn completion_parsing() {
+        let ok = r#"{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":1}}"#;
+        let r = parse_completion("u", ok).unwrap();
+        assert_eq!(
+            (r.content.as_str(), r.finish_reason.as_str()),
+            ("hi", "stop")
+        );
+        assert_eq!(r.usage.prompt_tokens, 7);
+        for bad in [
+            "not json",
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"message":{"content":""},"finish_reason":"stop"}]}"#,
+        ] {
+            let e = parse_completion("u", bad).unwrap_err();
+            assert!(matches!(e, LlmError::Protocol { .. }), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn schema_rejection_detection() {
+        let e = LlmError::Http {
+            url: "u".into(),
+            status: 400,
+            body: "Unsupported response_format type json_schema".into(),
+        };
+        assert!(rejects_json_schema(&e));
+        let e = LlmError::Http {
+            url: "u".into(),
+            status: 400,
+            body: "context too long".into(),
+        };
+        assert!(!rejects_json_schema(&e));
+    }
+}

@@ -1,0 +1,110 @@
+//! A scripted LLM: a test implementation of [`Llm`] that returns fixed or recorded replies and
+//! keeps every request it received, for unit tests of parsing and control flow.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{ChatReply, ChatRequest, Llm, Usage};
+use crate::error::LlmError;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Scripted {
+    /// A reply with `finish_reason` "stop".
+    Reply(String),
+    /// A reply cut off at max_tokens (`finish_reason` "length").
+    CutOff(String),
+    /// A transport failure (as after the transport's own retries).
+    Fail(String),
+}
+
+/// Replies come from a queue, in order; when it runs dry, from the responder if one is set.
+pub struct ScriptedLlm {
+    model: String,
+    queue: Mutex<VecDeque<Scripted>>,
+    responder: Option<Box<dyn Fn(&ChatRequest) -> Scripted + Send + Sync>>,
+    received: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedLlm {
+    pub fn new(replies: impl IntoIterator<Item = Scripted>) -> Self {
+        ScriptedLlm {
+            model: "scripted".to_string(),
+            queue: Mutex::new(replies.into_iter().collect()),
+            responder: None,
+            received: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Answers every request (after the queue) with `f(request)`.
+    pub fn with_responder(
+        mut self,
+        f: impl Fn(&ChatRequest) -> Scripted + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Box::new(f));
+        self
+    }
+
+    /// Every request received so far, in order.
+    pub fn received(&self) -> Vec<ChatRequest> {
+        self.received
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Llm for ScriptedLlm {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        self.received
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request.clone());
+        let next = self
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        let scripted = match (next, &self.responder) {
+            (Some(s), _) => s,
+            (None, Some(f)) => f(request),
+            (None, None) => {
+                return Err(LlmError::Request(
+                    "the scripted LLM has no reply left for this request".into(),
+                ))
+            }
+        };
+        let prompt_tokens = request
+            .messages
+            .iter()
+            .map(|m| m.content.split_whitespace().count() as u64)
+            .sum();
+        let (content, finish_reason) = match scripted {
+            Scripted::Reply(c) => (c, "stop"),
+            Scripted::CutOff(c) => (c, "length"),
+            Scripted::Fail(message) => {
+                return Err(LlmError::Connect {
+                    url: "scripted://".into(),
+                    message,
+                })
+            }
+        };
+        Ok(ChatReply {
+            usage: Usage {
+                prompt_tokens,
+                completion_tokens: content.split_whitespace().count() as u64,
+            },
+            content,
+            finish_reason: finish_reason.to_string(),
+            attempts: 1,
+            cached: false,
+        })
+    }
+}

@@ -1,0 +1,334 @@
+//! What the pipeline calls: cache in front of the transport, a ledger entry for every call, and
+//! the QRMeM paper's policy for structured output.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::de::DeserializeOwned;
+
+use super::{
+    extract_json, CacheKey, ChatReply, ChatRequest, JsonSchema, Ledger, Llm, Message, ReplyCache,
+    Sampling,
+};
+use crate::config::LlmConfig;
+use crate::error::LlmError;
+
+/// Sampling and retry settings of the structured-output policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    pub temperature: f32,
+    pub max_tokens: u32,
+    pub frequency_penalty: f32,
+    /// Retries of an unparsable reply after the first attempt (the paper: 4).
+    pub json_retries: u32,
+    /// Temperature of those retries (the paper: 0.7).
+    pub retry_temperature: f32,
+}
+
+impl From<&LlmConfig> for Policy {
+    fn from(c: &LlmConfig) -> Self {
+        Policy {
+            temperature: c.temperature,
+            max_tokens: c.max_tokens,
+            frequency_penalty: c.frequency_penalty,
+            json_retries: c.json_retries,
+            retry_temperature: c.retry_temperature,
+        }
+    }
+}
+
+/// A parsed structured reply with the raw reply it came from.
+#[derive(Clone, Debug)]
+pub struct Structured<T> {
+    pub value: T,
+    pub reply: ChatReply,
+    /// Attempts the policy needed (1 when the first reply parsed).
+    pub attempts: u32,
+}
+
+/// The LLM service: transport + cache + ledger + policy. Cheap to clone; clones share all four.
+#[derive(Clone)]
+pub struct Service {
+    backend: Arc<dyn Llm>,
+    cache: Option<ReplyCache>,
+    ledger: Arc<Ledger>,
+    policy: Policy,
+}
+
+impl Service {
+    pub fn new(backend: Arc<dyn Llm>, cache: Option<ReplyCache>, policy: Policy) -> Self {
+        let ledger = Arc::new(Ledger::new(backend.model()));
+        Service {
+            backend,
+            cache,
+            ledger,
+            policy,
+        }
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn model(&self) -> &str {
+        self.backend.model()
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The sampling of a first attempt.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.policy.temperature,
+            max_tokens: self.policy.max_tokens,
+            frequency_penalty: self.policy.frequency_penalty,
+            seed: None,
+        }
+    }
+
+    /// One chat completion, from the cache when the same request was answered before.
+    pub async fn chat(&self, stage: &str, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        let started = Instant::now();
+        let key = self
+            .cache
+            .as_ref()
+            .map(|_| CacheKey::for_request(self.backend.model(), request));
+        if let (Some(cache), Some(key)) = (&self.cache, &key) {
+            if let Some(mut reply) = cache.get(key) {
+                reply.cached = true;
+                reply.attempts = 0;
+                self.ledger.record_cache_hit(stage, started.elapsed());
+                return Ok(reply);
+            }
+        }
+        match self.backend.chat(request).await {
+            Ok(reply) => {
+                self.ledger
+                    .record_request(stage, reply.usage, reply.attempts, started.elapsed());
+                if let (Some(cache), Some(key)) = (&self.cache, &key) {
+                    // A cache that cannot be written costs a re-run, never this answer.
+                    if let Err(e) = cache.put(key, self.backend.model(), request, &reply) {
+                        tracing::warn!("{e}");
+                    }
+                }
+                Ok(reply)
+            }
+            Err(e) => {
+                let attempts = match &e {
+                    LlmError::RetriesExhausted { attempts, .. } => *attempts,
+                    _ => 1,
+                };
+                self.ledger.record_error(stage, attempts, started.elapsed());
+                Err(e)
+            }
+        }
+    }
+
+    /// A structured reply parsed into `T`, following the QRMeM paper's policy: the first attempt
+    /// at `policy.temperature` (0), then up to `policy.json_retries` (4) more at
+    /// `policy.retry_temperature` (0.7), each with its own seed so the retries differ and each is
+    /// cached on its own. A reply cut off at `max_tokens` counts as a failed attempt, never as a
+    /// parsed result. When no attempt parses, the step fails with [`LlmError::Unparsable`]
+    /// (recorded in the ledger); transport errors end the step at once.
+    pub async fn chat_json<T: DeserializeOwned>(
+        &self,
+        stage: &str,
+        messages: Vec<Message>,
+        schema: Option<JsonSchema>,
+    ) -> Result<Structured<T>, LlmError> {
+        let total = 1 + self.policy.json_retries;
+        let mut last_reply = String::new();
+        let mut reason = String::new();
+        for attempt in 0..total {
+            let mut sampling = self.sampling();
+            if attempt > 0 {
+                sampling.temperature = self.policy.retry_temperature;
+                sampling.seed = Some(u64::from(attempt));
+            }
+            let request = ChatRequest {
+                messages: messages.clone(),
+                sampling,
+                schema: schema.clone(),
+            };
+            let reply = self.chat(stage, &request).await?;
+            let parsed = if reply.was_cut_off() {
+                Err(format!(
+                    "the reply was cut off at max_tokens={}",
+                    request.sampling.max_tokens
+                ))
+            } else {
+                extract_json(&reply.content).and_then(|v| {
+                    serde_json::from_value::<T>(v).map_err(|e| format!("wrong shape: {e}"))
+                })
+            };
+            match parsed {
+                Ok(value) => {
+                    return Ok(Structured {
+                        value,
+                        reply,
+                        attempts: attempt + 1,
+                    })
+                }
+                Err(why) => {
+                    tracing::debug!(stage, attempt, "unparsable reply: {why}");
+                    self.ledger.record_unparsable(stage);
+                    reason = why;
+                    last_reply = reply.content;
+                }
+            }
+        }
+        self.ledger.record_failed_step(stage);
+        Err(LlmError::Unparsable {
+            stage: stage.to_string(),
+            attempts: total,
+            reason,
+            last_reply: truncate(&last_reply, 500),
+        })
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Scripted, ScriptedLlm};
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Entities {
+        entities: Vec<String>,
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            temperature: 0.0,
+            max_tokens: 64,
+            frequency_penalty: 0.5,
+            json_retries: 4,
+            retry_temperature: 0.7,
+        }
+    }
+
+    fn service(llm: Arc<ScriptedLlm>, cache: Option<ReplyCache>) -> Service {
+        Service::new(llm, cache, policy())
+    }
+
+    #[tokio::test]
+    async fn first_parsable_reply_wins_after_retries_at_higher_temperature() {
+        let llm = Arc::new(ScriptedLlm::new([
+            Scripted::Reply("no json here".into()),
+            Scripted::CutOff(r#"{"entities": ["a"]}"#.into()),
+            Scripted::Reply("```json\n{\"entities\": [\"Paris\", \"Kyiv\"]}\n```".into()),
+        ]));
+        let svc = service(llm.clone(), None);
+        let got: Structured<Entities> = svc
+            .chat_json("entities", vec![Message::user("x")], None)
+            .await
+            .unwrap();
+        assert_eq!(got.value.entities, vec!["Paris", "Kyiv"]);
+        assert_eq!(got.attempts, 3);
+        let temps: Vec<(f32, Option<u64>)> = llm
+            .received()
+            .iter()
+            .map(|r| (r.sampling.temperature, r.sampling.seed))
+            .collect();
+        assert_eq!(temps, vec![(0.0, None), (0.7, Some(1)), (0.7, Some(2))]);
+        let s = svc.ledger().snapshot();
+        assert_eq!(s.stages["entities"].requests, 3);
+        assert_eq!(s.stages["entities"].unparsable, 2);
+        assert_eq!(s.stages["entities"].failed_steps, 0);
+    }
+
+    #[tokio::test]
+    async fn never_parsable_is_a_typed_failure_after_five_attempts() {
+        let llm = Arc::new(
+            ScriptedLlm::new([]).with_responder(|_| Scripted::Reply("{\"entities\": 3}".into())),
+        );
+        let svc = service(llm.clone(), None);
+        let err = svc
+            .chat_json::<Entities>("relations", vec![Message::user("x")], None)
+            .await
+            .unwrap_err();
+        match &err {
+            LlmError::Unparsable {
+                stage,
+                attempts,
+                reason,
+                last_reply,
+            } => {
+                assert_eq!(stage, "relations");
+                assert_eq!(*attempts, 5);
+                assert!(reason.contains("wrong shape"), "{reason}");
+                assert!(last_reply.contains("entities"));
+            }
+            other => panic!("expected Unparsable, got {other:?}"),
+        }
+        assert_eq!(llm.received().len(), 5);
+        let s = svc.ledger().snapshot();
+        assert_eq!(s.stages["relations"].failed_steps, 1);
+        assert_eq!(s.stages["relations"].unparsable, 5);
+    }
+
+    #[tokio::test]
+    async fn transport_errors_end_the_step_and_are_counted() {
+        let llm = Arc::new(ScriptedLlm::new([Scripted::Fail(
+            "connection reset".into(),
+        )]));
+        let svc = service(llm, None);
+        let err = svc
+            .chat_json::<Entities>("entities", vec![Message::user("x")], None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Connect { .. }), "{err}");
+        assert_eq!(svc.ledger().snapshot().stages["entities"].errors, 1);
+    }
+
+    #[tokio::test]
+    async fn identical_call_is_served_from_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let llm = Arc::new(ScriptedLlm::new([Scripted::Reply(
+            r#"{"entities": ["x"]}"#.into(),
+        )]));
+        let svc = service(llm.clone(), Some(ReplyCache::open(dir.path()).unwrap()));
+        let a: Structured<Entities> = svc
+            .chat_json("entities", vec![Message::user("same")], None)
+            .await
+            .unwrap();
+        let b: Structured<Entities> = svc
+            .chat_json("entities", vec![Message::user("same")], None)
+            .await
+            .unwrap();
+        assert_eq!(a.value, b.value);
+        assert!(!a.reply.cached && b.reply.cached);
+        assert_eq!(
+            llm.received().len(),
+            1,
+            "the second call must not reach the LLM"
+        );
+        let s = svc.ledger().snapshot();
+        assert_eq!(
+            (
+                s.stages["entities"].requests,
+                s.stages["entities"].cache_hits
+            ),
+            (1, 1)
+        );
+        // A fresh service over the same directory (a re-run) makes no call either.
+        let llm2 = Arc::new(ScriptedLlm::new([]));
+        let svc2 = service(llm2.clone(), Some(ReplyCache::open(dir.path()).unwrap()));
+        let c: Structured<Entities> = svc2
+            .chat_json("entities", vec![Message::user("same")], None)
+            .await
+            .unwrap();
+        assert_eq!(c.value.entities, vec!["x"]);
+        assert!(llm2.received().is_empty());
+    }
+}

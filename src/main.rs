@@ -1,0 +1,270 @@
+//! The `qrmem` binary: a thin layer of argument parsing over the library.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use qrmem::config::{Config, ConfigSource};
+use qrmem::doctor;
+use qrmem::llm::{
+    ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "qrmem",
+    version,
+    about = "Long-context question answering over a query-oriented memory (QRMeM)"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct Global {
+    /// Configuration file (default: $QRMEM_CONFIG, else ./qrmem.toml if present, else built-in defaults).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// OpenAI-compatible base URL (repeat for round-robin over several servers).
+    #[arg(long = "llm-base-url", global = true, value_name = "URL")]
+    llm_base_url: Vec<String>,
+    /// Model name sent to the server.
+    #[arg(long = "llm-model", global = true, value_name = "NAME")]
+    llm_model: Option<String>,
+    /// Requests in flight at once.
+    #[arg(long, global = true, value_name = "N")]
+    concurrency: Option<usize>,
+    /// Per-request timeout in seconds.
+    #[arg(long, global = true, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// Do not read or write the LLM reply cache.
+    #[arg(long = "no-cache", global = true)]
+    no_cache: bool,
+    /// Directory of the LLM reply cache.
+    #[arg(long = "cache-dir", global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One LLM round trip: prints the reply, then the ledger.
+    Chat(ChatArgs),
+    /// Checks the LLM endpoint, the model, the embedder model directory and libtorch.
+    Doctor,
+    /// Prints the effective configuration as TOML (the API key is never printed).
+    Config,
+}
+
+#[derive(Args)]
+struct ChatArgs {
+    /// The prompt; `-` reads it from standard input.
+    prompt: String,
+    /// A system message.
+    #[arg(long)]
+    system: Option<String>,
+    /// A JSON Schema file: the reply must be JSON following it (parsed, retried as the paper says).
+    #[arg(long, value_name = "FILE")]
+    schema: Option<PathBuf>,
+    /// Ledger stage label.
+    #[arg(long, default_value = "chat")]
+    stage: String,
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Also write the ledger as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    ledger_out: Option<PathBuf>,
+}
+
+fn load_config(g: &Global) -> Result<(Config, ConfigSource)> {
+    let (mut config, source) = Config::load(g.config.as_deref(), std::env::vars())?;
+    if !g.llm_base_url.is_empty() {
+        config.llm.base_urls = g.llm_base_url.clone();
+    }
+    if let Some(m) = &g.llm_model {
+        config.llm.model = m.clone();
+    }
+    if let Some(n) = g.concurrency {
+        config.llm.concurrency = n;
+    }
+    if let Some(t) = g.timeout {
+        config.llm.timeout_secs = t;
+    }
+    if g.no_cache {
+        config.cache.enabled = false;
+    }
+    if let Some(d) = &g.cache_dir {
+        config.cache.dir = d.clone();
+    }
+    config.validate(&source)?;
+    Ok((config, source))
+}
+
+fn service(config: &Config) -> Result<Service> {
+    let client = OpenAiClient::new(&config.llm, config.api_key.clone())?;
+    let cache = if config.cache.enabled {
+        Some(ReplyCache::open(&config.cache.dir)?)
+    } else {
+        None
+    };
+    Ok(Service::new(
+        Arc::new(client),
+        cache,
+        Policy::from(&config.llm),
+    ))
+}
+
+fn print_ledger(ledger: &LedgerSnapshot, wall: std::time::Duration) {
+    eprintln!("\n{ledger}wall time {:.2} s", wall.as_secs_f64());
+}
+
+async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
+    let prompt = if args.prompt == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the prompt from standard input")?;
+        s
+    } else {
+        args.prompt.clone()
+    };
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty");
+    }
+    let svc = service(config)?;
+    let mut messages = Vec::new();
+    if let Some(s) = &args.system {
+        messages.push(Message::system(s.clone()));
+    }
+    messages.push(Message::user(prompt));
+    let started = Instant::now();
+    let outcome = match &args.schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the schema {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("the schema {} is not JSON", path.display()))?;
+            svc.chat_json::<serde_json::Value>(
+                &args.stage,
+                messages,
+                Some(JsonSchema {
+                    name: "reply".into(),
+                    schema,
+                }),
+            )
+            .await
+            .map(|s| serde_json::to_string_pretty(&s.value).unwrap_or_else(|_| s.reply.content))
+        }
+        None => {
+            let mut sampling = svc.sampling();
+            if let Some(t) = args.temperature {
+                sampling.temperature = t;
+            }
+            if let Some(m) = args.max_tokens {
+                sampling.max_tokens = m;
+            }
+            let request = ChatRequest {
+                messages,
+                sampling,
+                schema: None,
+            };
+            svc.chat(&args.stage, &request).await.map(|r| {
+                if r.was_cut_off() {
+                    eprintln!("(the reply was cut off at max_tokens; raise --max-tokens)");
+                }
+                r.content
+            })
+        }
+    };
+    let ledger = svc.ledger().snapshot();
+    if let Some(path) = &args.ledger_out {
+        std::fs::write(path, serde_json::to_vec_pretty(&ledger)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    match outcome {
+        Ok(text) => {
+            println!("{}", text.trim_end());
+            print_ledger(&ledger, started.elapsed());
+            Ok(())
+        }
+        Err(e) => {
+            print_ledger(&ledger, started.elapsed());
+            Err(e.into())
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let (config, source) = load_config(&cli.global)?;
+    match &cli.command {
+        Command::Chat(args) => {
+            chat(&config, args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor => {
+            let checks = doctor::run(&config, &source).await;
+            for c in &checks {
+                println!("{c}");
+            }
+            let failed = checks
+                .iter()
+                .filter(|c| c.status == doctor::Status::Fail)
+                .count();
+            if failed > 0 {
+                println!("\n{failed} check(s) failed.");
+                Ok(ExitCode::from(1))
+            } else {
+                println!("\nAll required checks passed.");
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+        Command::Config => {
+            println!("# source: {source}\n{}", config.to_toml()?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = match cli.global.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
