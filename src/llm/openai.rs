@@ -184,11 +184,19 @@ impl OpenAiClient {
             let error = LlmError::Http {
                 url: url.to_string(),
                 status: status.as_u16(),
-                body: excerpt(&text),
+                body: self.redact(&excerpt(&text)),
             };
             return Err((error, retry_after));
         }
         parse_completion(url, &text).map_err(|e| (e, None))
+    }
+
+    /// Some servers echo the request's credentials in error bodies: never pass them on.
+    fn redact(&self, text: &str) -> String {
+        match self.api_key.expose() {
+            Some(key) if text.contains(key) => text.replace(key, "<redacted>"),
+            _ => text.to_string(),
+        }
     }
 
     fn classify(&self, url: &str, e: &reqwest::Error) -> LlmError {

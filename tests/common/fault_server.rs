@@ -1,0 +1,188 @@
+//! A small in-test HTTP server that speaks just enough of the OpenAI chat API and misbehaves on
+//! purpose: one scripted behaviour per request, in order, then a fallback behaviour.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Clone, Debug)]
+pub enum Behaviour {
+    /// 200 with a valid completion whose content is this text.
+    Reply(String),
+    /// 200 with a completion cut off at max_tokens.
+    CutOff(String),
+    /// This status, an optional Retry-After (seconds), this body.
+    Status(u16, Option<u32>, String),
+    /// Wait this long, then answer like `Reply` (past the client's timeout: a hang).
+    Hang(Duration, String),
+    /// 200 with a body that is not JSON.
+    Malformed(String),
+    /// Close the connection without answering.
+    Drop,
+    /// 200 with an empty content string.
+    Empty,
+    /// Answer 400 if the request asks for `json_schema`, else like `Reply`.
+    RejectJsonSchema(String),
+}
+
+/// What the server saw of one request.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub head: String,
+    pub body: String,
+}
+
+pub struct FaultServer {
+    pub url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    max_in_flight: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FaultServer {
+    pub async fn start(script: Vec<Behaviour>, fallback: Behaviour) -> FaultServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let max_in_flight = Arc::new(AtomicUsize::new(0));
+        let (s2, seen2, inf2, max2) = (script.clone(), seen.clone(), in_flight.clone(), max_in_flight.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let (script, seen, in_flight, max_in_flight, fallback) =
+                    (s2.clone(), seen2.clone(), inf2.clone(), max2.clone(), fallback.clone());
+                tokio::spawn(async move {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_in_flight.fetch_max(now, Ordering::SeqCst);
+                    handle(stream, script, seen, fallback).await;
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        FaultServer {
+            url: format!("http://{addr}/v1"),
+            seen,
+            max_in_flight,
+            task,
+        }
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    pub fn hits(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+pub fn completion(content: &str, finish: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "fault-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
+    })
+    .to_string()
+}
+
+async fn handle(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Behaviour>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    fallback: Behaviour,
+) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let header_end = loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < header_end + length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = String::from_utf8_lossy(&buf[header_end..header_end + length]).to_string();
+    let path_is_models = head.starts_with("GET ") && head.contains("/models");
+    seen.lock().unwrap().push(Seen { head: head.clone(), body: body.clone() });
+    if path_is_models {
+        let models = serde_json::json!({"object": "list", "data": [{"id": "fault-model", "object": "model"}]}).to_string();
+        respond(&mut stream, 200, None, &models).await;
+        return;
+    }
+    let behaviour = script.lock().unwrap().pop_front().unwrap_or(fallback);
+    match behaviour {
+        Behaviour::Reply(c) => respond(&mut stream, 200, None, &completion(&c, "stop")).await,
+        Behaviour::CutOff(c) => respond(&mut stream, 200, None, &completion(&c, "length")).await,
+        Behaviour::Status(code, retry_after, b) => respond(&mut stream, code, retry_after, &b).await,
+        Behaviour::Hang(d, c) => {
+            tokio::time::sleep(d).await;
+            respond(&mut stream, 200, None, &completion(&c, "stop")).await
+        }
+        Behaviour::Malformed(b) => respond(&mut stream, 200, None, &b).await,
+        Behaviour::Drop => drop(stream),
+        Behaviour::Empty => respond(&mut stream, 200, None, &completion("", "stop")).await,
+        Behaviour::RejectJsonSchema(c) => {
+            if body.contains("\"json_schema\"") {
+                let err = r#"{"error":{"message":"response_format type json_schema is not supported","type":"invalid_request_error"}}"#;
+                respond(&mut stream, 400, None, err).await
+            } else {
+                respond(&mut stream, 200, None, &completion(&c, "stop")).await
+            }
+        }
+    }
+}
+
+async fn respond(stream: &mut TcpStream, code: u16, retry_after: Option<u32>, body: &str) {
+    let reason = match code {
+        200 => "OK",
+        400 => "Bad Request",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    };
+    let mut head = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(s) = retry_after {
+        head.push_str(&format!("Retry-After: {s}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}

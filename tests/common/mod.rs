@@ -1,0 +1,5 @@
+//! Shared test fixtures: a misbehaving OpenAI-compatible server and the real local llama-server.
+#![allow(dead_code)]
+
+pub mod fault_server;
+pub mod local_llm;

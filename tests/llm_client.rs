@@ -1,0 +1,239 @@
+//! The OpenAI-compatible client against a server that misbehaves on purpose.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::fault_server::{Behaviour, FaultServer};
+use qrmem::config::{LlmConfig, Secret};
+use qrmem::llm::{ChatRequest, JsonSchema, Llm, Message, OpenAiClient, Policy, Sampling, Service};
+use qrmem::LlmError;
+use serde::Deserialize;
+
+fn config(urls: Vec<String>) -> LlmConfig {
+    LlmConfig {
+        base_urls: urls,
+        model: "fault-model".into(),
+        timeout_secs: 1.0,
+        max_retries: 3,
+        backoff_base_ms: 20,
+        backoff_max_ms: 200,
+        ..LlmConfig::default()
+    }
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        messages: vec![Message::user("Say hi")],
+        sampling: Sampling { temperature: 0.0, max_tokens: 16, frequency_penalty: 0.0, seed: None },
+        schema: None,
+    }
+}
+
+fn ok(text: &str) -> Behaviour {
+    Behaviour::Reply(text.into())
+}
+
+#[tokio::test]
+async fn retries_500s_then_succeeds() {
+    let server = FaultServer::start(
+        vec![Behaviour::Status(500, None, "boom".into()), Behaviour::Status(503, None, "busy".into())],
+        ok("hi"),
+    )
+    .await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let reply = client.chat(&request()).await.unwrap();
+    assert_eq!(reply.content, "hi");
+    assert_eq!(reply.attempts, 3);
+    assert_eq!(server.hits(), 3);
+    assert_eq!(reply.usage.prompt_tokens, 11);
+}
+
+#[tokio::test]
+async fn honours_retry_after_on_429() {
+    let server = FaultServer::start(vec![Behaviour::Status(429, Some(1), "slow down".into())], ok("hi")).await;
+    // Backoff alone would wait at most 20 ms: an elapsed time near 1 s shows Retry-After was used.
+    let client = OpenAiClient::new(
+        &LlmConfig { backoff_max_ms: 5_000, ..config(vec![server.url.clone()]) },
+        Secret::default(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let reply = client.chat(&request()).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!((reply.content.as_str(), reply.attempts), ("hi", 2));
+    assert!(waited >= Duration::from_millis(950), "waited only {waited:?}");
+    assert!(waited < Duration::from_secs(4), "waited {waited:?}");
+}
+
+#[tokio::test]
+async fn retry_after_is_capped_by_backoff_max() {
+    let server = FaultServer::start(vec![Behaviour::Status(429, Some(3600), "later".into())], ok("hi")).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let started = Instant::now();
+    client.chat(&request()).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_hang_past_the_timeout_is_retried() {
+    let server = FaultServer::start(vec![Behaviour::Hang(Duration::from_secs(5), "late".into())], ok("on time")).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let reply = client.chat(&request()).await.unwrap();
+    assert_eq!((reply.content.as_str(), reply.attempts), ("on time", 2));
+}
+
+#[tokio::test]
+async fn malformed_body_dropped_connection_and_empty_reply_are_retried() {
+    let server = FaultServer::start(
+        vec![
+            Behaviour::Malformed("{\"choices\": [".into()),
+            Behaviour::Drop,
+            Behaviour::Empty,
+            Behaviour::Malformed("<html>proxy error</html>".into()),
+        ],
+        ok("finally"),
+    )
+    .await;
+    let client = OpenAiClient::new(
+        &LlmConfig { max_retries: 4, ..config(vec![server.url.clone()]) },
+        Secret::default(),
+    )
+    .unwrap();
+    let reply = client.chat(&request()).await.unwrap();
+    assert_eq!((reply.content.as_str(), reply.attempts), ("finally", 5));
+}
+
+#[tokio::test]
+async fn gives_a_typed_error_after_the_retry_budget() {
+    let server = FaultServer::start(vec![], Behaviour::Status(500, None, "always down".into())).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    match &err {
+        LlmError::RetriesExhausted { attempts, last, .. } => {
+            assert_eq!(*attempts, 4);
+            assert!(matches!(**last, LlmError::Http { status: 500, .. }), "{last}");
+        }
+        other => panic!("expected RetriesExhausted, got {other}"),
+    }
+    assert_eq!(server.hits(), 4);
+    assert!(err.to_string().contains("always down"));
+}
+
+#[tokio::test]
+async fn timeouts_exhaust_to_a_timeout_error() {
+    let server = FaultServer::start(vec![], Behaviour::Hang(Duration::from_secs(5), "late".into())).await;
+    let client = OpenAiClient::new(
+        &LlmConfig { max_retries: 1, timeout_secs: 0.3, ..config(vec![server.url.clone()]) },
+        Secret::default(),
+    )
+    .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    match err {
+        LlmError::RetriesExhausted { attempts: 2, last, .. } => {
+            assert!(matches!(*last, LlmError::Timeout { .. }), "{last}")
+        }
+        other => panic!("expected timeouts, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = FaultServer::start(vec![], Behaviour::Status(400, None, "context length exceeded".into())).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 400, .. }), "{err}");
+    assert_eq!(server.hits(), 1);
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_connect_error() {
+    // Bind and drop: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let client = OpenAiClient::new(
+        &LlmConfig { max_retries: 1, ..config(vec![format!("http://127.0.0.1:{port}/v1")]) },
+        Secret::default(),
+    )
+    .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    match err {
+        LlmError::RetriesExhausted { last, .. } => assert!(matches!(*last, LlmError::Connect { .. }), "{last}"),
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn falls_back_to_json_object_when_json_schema_is_rejected() {
+    let server = FaultServer::start(vec![], Behaviour::RejectJsonSchema("{\"n\": 3}".into())).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let mut req = request();
+    req.schema = Some(JsonSchema { name: "n".into(), schema: serde_json::json!({"type": "object"}) });
+    let reply = client.chat(&req).await.unwrap();
+    assert_eq!(reply.content, "{\"n\": 3}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[0].body.contains("\"json_schema\""));
+    assert!(seen[1].body.contains("\"json_object\"") && !seen[1].body.contains("\"json_schema\""));
+    // Remembered: the next structured call goes straight to json_object.
+    client.chat(&req).await.unwrap();
+    assert_eq!(server.hits(), 3);
+}
+
+#[tokio::test]
+async fn round_robin_over_base_urls_and_failover() {
+    let a = FaultServer::start(vec![], ok("a")).await;
+    let b = FaultServer::start(vec![Behaviour::Status(503, None, "down".into())], ok("b")).await;
+    let client = OpenAiClient::new(&config(vec![a.url.clone(), b.url.clone()]), Secret::default()).unwrap();
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        answers.push(client.chat(&request()).await.unwrap().content);
+    }
+    // Attempts alternate a, b, a, b, ...: call 2 meets b's 503 and fails over to a, so calls
+    // 3 and 4 land on b and a.
+    assert_eq!(answers, vec!["a", "a", "b", "a"]);
+    assert_eq!((a.hits(), b.hits()), (3, 2));
+}
+
+#[tokio::test]
+async fn concurrency_limit_is_shared_by_all_callers() {
+    let server = FaultServer::start(vec![], Behaviour::Hang(Duration::from_millis(200), "ok".into())).await;
+    let client = Arc::new(
+        OpenAiClient::new(&LlmConfig { concurrency: 2, ..config(vec![server.url.clone()]) }, Secret::default()).unwrap(),
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let c = client.clone();
+        tasks.push(tokio::spawn(async move { c.chat(&request()).await }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    assert_eq!(server.hits(), 6);
+    assert_eq!(server.max_in_flight(), 2);
+}
+
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct Answer {
+    answer: String,
+}
+
+#[tokio::test]
+async fn unparsable_model_output_fails_the_step_after_the_paper_budget() {
+    let server = FaultServer::start(vec![Behaviour::CutOff("{\"answer\": \"Par".into())], ok("I think it is Paris.")).await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let policy = Policy { temperature: 0.0, max_tokens: 32, frequency_penalty: 0.5, json_retries: 4, retry_temperature: 0.7 };
+    let svc = Service::new(Arc::new(client), None, policy);
+    let err = svc.chat_json::<Answer>("answer", vec![Message::user("Capital of France?")], None).await.unwrap_err();
+    assert!(matches!(err, LlmError::Unparsable { attempts: 5, .. }), "{err}");
+    assert_eq!(server.hits(), 5);
+    let bodies: Vec<serde_json::Value> = server.seen().iter().map(|s| serde_json::from_str(&s.body).unwrap()).collect();
+    assert_eq!(bodies[0]["temperature"], 0.0);
+    for b in &bodies[1..] {
+        assert!((b["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);
+    }
+    let ledger = svc.ledger().snapshot();
+    assert_eq!(ledger.stages["answer"].failed_steps, 1);
+    assert_eq!(ledger.stages["answer"].requests, 5);
+}
