@@ -417,7 +417,7 @@ impl Config {
         if self.llm.model.trim().is_empty() {
             return Err(bad("llm.model", "is empty".into()));
         }
-        if !(self.llm.timeout_secs > 0.0) {
+        if self.llm.timeout_secs.is_nan() || self.llm.timeout_secs <= 0.0 {
             return Err(bad("llm.timeout_secs", "must be positive".into()));
         }
         if self.llm.concurrency == 0 {

@@ -165,7 +165,7 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
                 }),
             )
             .await
-            .map(|s| serde_json::to_string_pretty(&s.value).unwrap_or_else(|_| s.reply.content))
+            .map(|s| serde_json::to_string_pretty(&s.value).unwrap_or(s.reply.content))
         }
         None => {
             let mut sampling = svc.sampling();

@@ -28,7 +28,11 @@ fn qrmem(args: &[&str], url: &str, cache: &Path) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
@@ -57,7 +61,12 @@ async fn chat_prints_reply_and_ledger_and_never_leaks_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.json");
     let out = qrmem(
-        &["chat", "Say hello", "--ledger-out", ledger.to_str().unwrap()],
+        &[
+            "chat",
+            "Say hello",
+            "--ledger-out",
+            ledger.to_str().unwrap(),
+        ],
         &server.url,
         dir.path(),
     );
@@ -66,21 +75,42 @@ async fn chat_prints_reply_and_ledger_and_never_leaks_the_key() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Hello from the fault server"));
     assert!(all.contains("LLM ledger") && all.contains("chat"), "{all}");
     // The key was really sent ...
-    assert!(server.seen().iter().any(|s| s.head.to_lowercase().contains(&format!("authorization: bearer {}", KEY.to_lowercase()))));
+    assert!(server.seen().iter().any(|s| s
+        .head
+        .to_lowercase()
+        .contains(&format!("authorization: bearer {}", KEY.to_lowercase()))));
     // ... and appears nowhere else.
     assert!(!all.contains(KEY), "key leaked into output/logs");
-    assert!(files_containing(dir.path(), KEY).is_empty(), "key leaked into files");
+    assert!(
+        files_containing(dir.path(), KEY).is_empty(),
+        "key leaked into files"
+    );
     let l: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
     assert_eq!(l["stages"]["chat"]["requests"], 1);
     assert_eq!(l["stages"]["chat"]["retries"], 1);
 
     // The same call again is a cache hit: no request reaches the server.
     let before = server.hits();
-    let again = qrmem(&["chat", "Say hello", "--ledger-out", ledger.to_str().unwrap()], &server.url, dir.path());
+    let again = qrmem(
+        &[
+            "chat",
+            "Say hello",
+            "--ledger-out",
+            ledger.to_str().unwrap(),
+        ],
+        &server.url,
+        dir.path(),
+    );
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(server.hits(), before);
     let l: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
-    assert_eq!((l["stages"]["chat"]["cache_hits"].as_u64(), l["stages"]["chat"]["requests"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (
+            l["stages"]["chat"]["cache_hits"].as_u64(),
+            l["stages"]["chat"]["requests"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,26 +132,45 @@ async fn doctor_checks_the_endpoint_and_model() {
     let out = qrmem(&["doctor"], &server.url, dir.path());
     let all = text(&out);
     assert!(all.contains("serves model 'fault-model'"), "{all}");
-    assert!(all.contains("embedder model") && all.contains("libtorch"), "{all}");
+    assert!(
+        all.contains("embedder model") && all.contains("libtorch"),
+        "{all}"
+    );
     assert!(!all.contains(KEY));
     // A model the server does not list fails, with the fix.
     let out = Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .args(["doctor", "--llm-model", "no-such-model", "--llm-base-url", &server.url])
+        .args([
+            "doctor",
+            "--llm-model",
+            "no-such-model",
+            "--llm-base-url",
+            &server.url,
+        ])
         .env("HOME", dir.path())
         .output()
         .unwrap();
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
-    assert!(all.contains("does not list model 'no-such-model'") && all.contains("fix:"), "{all}");
+    assert!(
+        all.contains("does not list model 'no-such-model'") && all.contains("fix:"),
+        "{all}"
+    );
 }
 
 #[test]
 fn config_prints_effective_values_without_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let out = qrmem(&["config", "--concurrency", "3"], "http://127.0.0.1:1/v1", dir.path());
+    let out = qrmem(
+        &["config", "--concurrency", "3"],
+        "http://127.0.0.1:1/v1",
+        dir.path(),
+    );
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("concurrency = 3") && all.contains("segment_tokens = 600"), "{all}");
+    assert!(
+        all.contains("concurrency = 3") && all.contains("segment_tokens = 600"),
+        "{all}"
+    );
     assert!(!all.contains(KEY));
 }
 
@@ -130,8 +179,15 @@ fn a_bad_config_file_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, "[llm]\nconcurency = 2\n").unwrap();
-    let out = qrmem(&["config", "--config", path.to_str().unwrap()], "http://127.0.0.1:1/v1", dir.path());
+    let out = qrmem(
+        &["config", "--config", path.to_str().unwrap()],
+        "http://127.0.0.1:1/v1",
+        dir.path(),
+    );
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1));
-    assert!(all.contains("bad.toml") && all.contains("concurency"), "{all}");
+    assert!(
+        all.contains("bad.toml") && all.contains("concurency"),
+        "{all}"
+    );
 }

@@ -26,7 +26,12 @@ fn config(urls: Vec<String>) -> LlmConfig {
 fn request() -> ChatRequest {
     ChatRequest {
         messages: vec![Message::user("Say hi")],
-        sampling: Sampling { temperature: 0.0, max_tokens: 16, frequency_penalty: 0.0, seed: None },
+        sampling: Sampling {
+            temperature: 0.0,
+            max_tokens: 16,
+            frequency_penalty: 0.0,
+            seed: None,
+        },
         schema: None,
     }
 }
@@ -38,7 +43,10 @@ fn ok(text: &str) -> Behaviour {
 #[tokio::test]
 async fn retries_500s_then_succeeds() {
     let server = FaultServer::start(
-        vec![Behaviour::Status(500, None, "boom".into()), Behaviour::Status(503, None, "busy".into())],
+        vec![
+            Behaviour::Status(500, None, "boom".into()),
+            Behaviour::Status(503, None, "busy".into()),
+        ],
         ok("hi"),
     )
     .await;
@@ -52,10 +60,17 @@ async fn retries_500s_then_succeeds() {
 
 #[tokio::test]
 async fn honours_retry_after_on_429() {
-    let server = FaultServer::start(vec![Behaviour::Status(429, Some(1), "slow down".into())], ok("hi")).await;
+    let server = FaultServer::start(
+        vec![Behaviour::Status(429, Some(1), "slow down".into())],
+        ok("hi"),
+    )
+    .await;
     // Backoff alone would wait at most 20 ms: an elapsed time near 1 s shows Retry-After was used.
     let client = OpenAiClient::new(
-        &LlmConfig { backoff_max_ms: 5_000, ..config(vec![server.url.clone()]) },
+        &LlmConfig {
+            backoff_max_ms: 5_000,
+            ..config(vec![server.url.clone()])
+        },
         Secret::default(),
     )
     .unwrap();
@@ -63,13 +78,20 @@ async fn honours_retry_after_on_429() {
     let reply = client.chat(&request()).await.unwrap();
     let waited = started.elapsed();
     assert_eq!((reply.content.as_str(), reply.attempts), ("hi", 2));
-    assert!(waited >= Duration::from_millis(950), "waited only {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(950),
+        "waited only {waited:?}"
+    );
     assert!(waited < Duration::from_secs(4), "waited {waited:?}");
 }
 
 #[tokio::test]
 async fn retry_after_is_capped_by_backoff_max() {
-    let server = FaultServer::start(vec![Behaviour::Status(429, Some(3600), "later".into())], ok("hi")).await;
+    let server = FaultServer::start(
+        vec![Behaviour::Status(429, Some(3600), "later".into())],
+        ok("hi"),
+    )
+    .await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
     let started = Instant::now();
     client.chat(&request()).await.unwrap();
@@ -78,7 +100,11 @@ async fn retry_after_is_capped_by_backoff_max() {
 
 #[tokio::test]
 async fn a_hang_past_the_timeout_is_retried() {
-    let server = FaultServer::start(vec![Behaviour::Hang(Duration::from_secs(5), "late".into())], ok("on time")).await;
+    let server = FaultServer::start(
+        vec![Behaviour::Hang(Duration::from_secs(5), "late".into())],
+        ok("on time"),
+    )
+    .await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
     let reply = client.chat(&request()).await.unwrap();
     assert_eq!((reply.content.as_str(), reply.attempts), ("on time", 2));
@@ -97,7 +123,10 @@ async fn malformed_body_dropped_connection_and_empty_reply_are_retried() {
     )
     .await;
     let client = OpenAiClient::new(
-        &LlmConfig { max_retries: 4, ..config(vec![server.url.clone()]) },
+        &LlmConfig {
+            max_retries: 4,
+            ..config(vec![server.url.clone()])
+        },
         Secret::default(),
     )
     .unwrap();
@@ -107,13 +136,17 @@ async fn malformed_body_dropped_connection_and_empty_reply_are_retried() {
 
 #[tokio::test]
 async fn gives_a_typed_error_after_the_retry_budget() {
-    let server = FaultServer::start(vec![], Behaviour::Status(500, None, "always down".into())).await;
+    let server =
+        FaultServer::start(vec![], Behaviour::Status(500, None, "always down".into())).await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
     let err = client.chat(&request()).await.unwrap_err();
     match &err {
         LlmError::RetriesExhausted { attempts, last, .. } => {
             assert_eq!(*attempts, 4);
-            assert!(matches!(**last, LlmError::Http { status: 500, .. }), "{last}");
+            assert!(
+                matches!(**last, LlmError::Http { status: 500, .. }),
+                "{last}"
+            );
         }
         other => panic!("expected RetriesExhausted, got {other}"),
     }
@@ -123,15 +156,25 @@ async fn gives_a_typed_error_after_the_retry_budget() {
 
 #[tokio::test]
 async fn timeouts_exhaust_to_a_timeout_error() {
-    let server = FaultServer::start(vec![], Behaviour::Hang(Duration::from_secs(5), "late".into())).await;
+    let server = FaultServer::start(
+        vec![],
+        Behaviour::Hang(Duration::from_secs(5), "late".into()),
+    )
+    .await;
     let client = OpenAiClient::new(
-        &LlmConfig { max_retries: 1, timeout_secs: 0.3, ..config(vec![server.url.clone()]) },
+        &LlmConfig {
+            max_retries: 1,
+            timeout_secs: 0.3,
+            ..config(vec![server.url.clone()])
+        },
         Secret::default(),
     )
     .unwrap();
     let err = client.chat(&request()).await.unwrap_err();
     match err {
-        LlmError::RetriesExhausted { attempts: 2, last, .. } => {
+        LlmError::RetriesExhausted {
+            attempts: 2, last, ..
+        } => {
             assert!(matches!(*last, LlmError::Timeout { .. }), "{last}")
         }
         other => panic!("expected timeouts, got {other}"),
@@ -140,7 +183,11 @@ async fn timeouts_exhaust_to_a_timeout_error() {
 
 #[tokio::test]
 async fn client_errors_are_not_retried() {
-    let server = FaultServer::start(vec![], Behaviour::Status(400, None, "context length exceeded".into())).await;
+    let server = FaultServer::start(
+        vec![],
+        Behaviour::Status(400, None, "context length exceeded".into()),
+    )
+    .await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
     let err = client.chat(&request()).await.unwrap_err();
     assert!(matches!(err, LlmError::Http { status: 400, .. }), "{err}");
@@ -150,15 +197,24 @@ async fn client_errors_are_not_retried() {
 #[tokio::test]
 async fn unreachable_server_is_a_connect_error() {
     // Bind and drop: nothing listens on that port any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let client = OpenAiClient::new(
-        &LlmConfig { max_retries: 1, ..config(vec![format!("http://127.0.0.1:{port}/v1")]) },
+        &LlmConfig {
+            max_retries: 1,
+            ..config(vec![format!("http://127.0.0.1:{port}/v1")])
+        },
         Secret::default(),
     )
     .unwrap();
     let err = client.chat(&request()).await.unwrap_err();
     match err {
-        LlmError::RetriesExhausted { last, .. } => assert!(matches!(*last, LlmError::Connect { .. }), "{last}"),
+        LlmError::RetriesExhausted { last, .. } => {
+            assert!(matches!(*last, LlmError::Connect { .. }), "{last}")
+        }
         other => panic!("{other}"),
     }
 }
@@ -168,7 +224,10 @@ async fn falls_back_to_json_object_when_json_schema_is_rejected() {
     let server = FaultServer::start(vec![], Behaviour::RejectJsonSchema("{\"n\": 3}".into())).await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
     let mut req = request();
-    req.schema = Some(JsonSchema { name: "n".into(), schema: serde_json::json!({"type": "object"}) });
+    req.schema = Some(JsonSchema {
+        name: "n".into(),
+        schema: serde_json::json!({"type": "object"}),
+    });
     let reply = client.chat(&req).await.unwrap();
     assert_eq!(reply.content, "{\"n\": 3}");
     let seen = server.seen();
@@ -184,7 +243,11 @@ async fn falls_back_to_json_object_when_json_schema_is_rejected() {
 async fn round_robin_over_base_urls_and_failover() {
     let a = FaultServer::start(vec![], ok("a")).await;
     let b = FaultServer::start(vec![Behaviour::Status(503, None, "down".into())], ok("b")).await;
-    let client = OpenAiClient::new(&config(vec![a.url.clone(), b.url.clone()]), Secret::default()).unwrap();
+    let client = OpenAiClient::new(
+        &config(vec![a.url.clone(), b.url.clone()]),
+        Secret::default(),
+    )
+    .unwrap();
     let mut answers = Vec::new();
     for _ in 0..4 {
         answers.push(client.chat(&request()).await.unwrap().content);
@@ -197,9 +260,20 @@ async fn round_robin_over_base_urls_and_failover() {
 
 #[tokio::test]
 async fn concurrency_limit_is_shared_by_all_callers() {
-    let server = FaultServer::start(vec![], Behaviour::Hang(Duration::from_millis(200), "ok".into())).await;
+    let server = FaultServer::start(
+        vec![],
+        Behaviour::Hang(Duration::from_millis(200), "ok".into()),
+    )
+    .await;
     let client = Arc::new(
-        OpenAiClient::new(&LlmConfig { concurrency: 2, ..config(vec![server.url.clone()]) }, Secret::default()).unwrap(),
+        OpenAiClient::new(
+            &LlmConfig {
+                concurrency: 2,
+                ..config(vec![server.url.clone()])
+            },
+            Secret::default(),
+        )
+        .unwrap(),
     );
     let mut tasks = Vec::new();
     for _ in 0..6 {
@@ -221,14 +295,34 @@ struct Answer {
 
 #[tokio::test]
 async fn unparsable_model_output_fails_the_step_after_the_paper_budget() {
-    let server = FaultServer::start(vec![Behaviour::CutOff("{\"answer\": \"Par".into())], ok("I think it is Paris.")).await;
+    let server = FaultServer::start(
+        vec![Behaviour::CutOff("{\"answer\": \"Par".into())],
+        ok("I think it is Paris."),
+    )
+    .await;
     let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
-    let policy = Policy { temperature: 0.0, max_tokens: 32, frequency_penalty: 0.5, json_retries: 4, retry_temperature: 0.7 };
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 32,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
     let svc = Service::new(Arc::new(client), None, policy);
-    let err = svc.chat_json::<Answer>("answer", vec![Message::user("Capital of France?")], None).await.unwrap_err();
-    assert!(matches!(err, LlmError::Unparsable { attempts: 5, .. }), "{err}");
+    let err = svc
+        .chat_json::<Answer>("answer", vec![Message::user("Capital of France?")], None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LlmError::Unparsable { attempts: 5, .. }),
+        "{err}"
+    );
     assert_eq!(server.hits(), 5);
-    let bodies: Vec<serde_json::Value> = server.seen().iter().map(|s| serde_json::from_str(&s.body).unwrap()).collect();
+    let bodies: Vec<serde_json::Value> = server
+        .seen()
+        .iter()
+        .map(|s| serde_json::from_str(&s.body).unwrap())
+        .collect();
     assert_eq!(bodies[0]["temperature"], 0.0);
     for b in &bodies[1..] {
         assert!((b["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);

@@ -20,11 +20,14 @@ pub enum Scripted {
     Fail(String),
 }
 
+/// Computes a reply from the request when the queue is empty.
+type Responder = Box<dyn Fn(&ChatRequest) -> Scripted + Send + Sync>;
+
 /// Replies come from a queue, in order; when it runs dry, from the responder if one is set.
 pub struct ScriptedLlm {
     model: String,
     queue: Mutex<VecDeque<Scripted>>,
-    responder: Option<Box<dyn Fn(&ChatRequest) -> Scripted + Send + Sync>>,
+    responder: Option<Responder>,
     received: Mutex<Vec<ChatRequest>>,
 }
 

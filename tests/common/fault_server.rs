@@ -51,18 +51,32 @@ impl Drop for FaultServer {
 
 impl FaultServer {
     pub async fn start(script: Vec<Behaviour>, fallback: Behaviour) -> FaultServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let in_flight = Arc::new(AtomicUsize::new(0));
         let max_in_flight = Arc::new(AtomicUsize::new(0));
-        let (s2, seen2, inf2, max2) = (script.clone(), seen.clone(), in_flight.clone(), max_in_flight.clone());
+        let (s2, seen2, inf2, max2) = (
+            script.clone(),
+            seen.clone(),
+            in_flight.clone(),
+            max_in_flight.clone(),
+        );
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { return };
-                let (script, seen, in_flight, max_in_flight, fallback) =
-                    (s2.clone(), seen2.clone(), inf2.clone(), max2.clone(), fallback.clone());
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (script, seen, in_flight, max_in_flight, fallback) = (
+                    s2.clone(),
+                    seen2.clone(),
+                    inf2.clone(),
+                    max2.clone(),
+                    fallback.clone(),
+                );
                 tokio::spawn(async move {
                     let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                     max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -125,7 +139,8 @@ async fn handle(
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
         })
         .unwrap_or(0);
     while buf.len() < header_end + length {
@@ -136,7 +151,10 @@ async fn handle(
     }
     let body = String::from_utf8_lossy(&buf[header_end..header_end + length]).to_string();
     let path_is_models = head.starts_with("GET ") && head.contains("/models");
-    seen.lock().unwrap().push(Seen { head: head.clone(), body: body.clone() });
+    seen.lock().unwrap().push(Seen {
+        head: head.clone(),
+        body: body.clone(),
+    });
     if path_is_models {
         let models = serde_json::json!({"object": "list", "data": [{"id": "fault-model", "object": "model"}]}).to_string();
         respond(&mut stream, 200, None, &models).await;
@@ -146,7 +164,9 @@ async fn handle(
     match behaviour {
         Behaviour::Reply(c) => respond(&mut stream, 200, None, &completion(&c, "stop")).await,
         Behaviour::CutOff(c) => respond(&mut stream, 200, None, &completion(&c, "length")).await,
-        Behaviour::Status(code, retry_after, b) => respond(&mut stream, code, retry_after, &b).await,
+        Behaviour::Status(code, retry_after, b) => {
+            respond(&mut stream, code, retry_after, &b).await
+        }
         Behaviour::Hang(d, c) => {
             tokio::time::sleep(d).await;
             respond(&mut stream, 200, None, &completion(&c, "stop")).await

@@ -25,16 +25,30 @@ pub struct LocalLlm {
 
 /// (model key, GGUF file, alias served).
 const MODELS: &[(&str, &str, &str)] = &[
-    ("0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct"),
-    ("1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-1.5b-instruct"),
-    ("135m", "smollm2-135m-instruct-q4_1.gguf", "smollm2-135m-instruct"),
+    (
+        "0.5b",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "qwen2.5-coder-0.5b-instruct",
+    ),
+    (
+        "1.5b",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "qwen2.5-coder-1.5b-instruct",
+    ),
+    (
+        "135m",
+        "smollm2-135m-instruct-q4_1.gguf",
+        "smollm2-135m-instruct",
+    ),
 ];
 
 fn qrmem_home() -> PathBuf {
     std::env::var_os("QRMEM_CACHE")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/qrmem"))
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/qrmem")
+        })
 }
 
 /// One test at a time against the real model.
@@ -50,7 +64,9 @@ pub fn local_llm() -> Option<&'static LocalLlm> {
 }
 
 fn required() -> bool {
-    std::env::var("QRMEM_REQUIRE_LLM").map(|v| v == "1").unwrap_or(false)
+    std::env::var("QRMEM_REQUIRE_LLM")
+        .map(|v| v == "1")
+        .unwrap_or(false)
 }
 
 fn start() -> Option<LocalLlm> {
@@ -60,7 +76,11 @@ fn start() -> Option<LocalLlm> {
         .find(|(k, _, _)| *k == key)
         .unwrap_or_else(|| panic!("QRMEM_TEST_MODEL={key}: expected 0.5b, 1.5b or 135m"));
     if let Ok(url) = std::env::var("QRMEM_TEST_LLM_URL") {
-        return Some(LocalLlm { base_url: url, model: alias.to_string(), _child: None });
+        return Some(LocalLlm {
+            base_url: url,
+            model: alias.to_string(),
+            _child: None,
+        });
     }
     let home = qrmem_home();
     let server = home.join("bin/llama-server");
@@ -77,10 +97,14 @@ fn start() -> Option<LocalLlm> {
         eprintln!("SKIPPED real-LLM test: {msg}");
         return None;
     }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let log = std::env::temp_dir().join(format!("qrmem-test-llama-{port}.log"));
     let threads = std::env::var("QRMEM_TEST_LLM_THREADS").unwrap_or_else(|_| "2".into());
-    let child = Command::new("sh")
+    let mut child = Command::new("sh")
         .arg("-c")
         .arg(r#"log="$1"; shift; "$@" >"$log" 2>&1 & s=$!; cat >/dev/null; kill $s 2>/dev/null; wait $s"#)
         .arg("sh")
@@ -99,7 +123,10 @@ fn start() -> Option<LocalLlm> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(180) {
         if health(port) {
-            eprintln!("local LLM up on port {port} after {:.1} s", started.elapsed().as_secs_f64());
+            eprintln!(
+                "local LLM up on port {port} after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
             return Some(LocalLlm {
                 base_url: format!("http://127.0.0.1:{port}/v1"),
                 model: alias.to_string(),
@@ -108,14 +135,24 @@ fn start() -> Option<LocalLlm> {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
+    drop(child.stdin.take());
+    let _ = child.wait();
     let tail = std::fs::read_to_string(&log).unwrap_or_default();
-    panic!("llama-server did not become healthy in 180 s; log {}:\n{}", log.display(), tail);
+    panic!(
+        "llama-server did not become healthy in 180 s; log {}:\n{}",
+        log.display(),
+        tail
+    );
 }
 
 fn health(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").is_err() {
+    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
         return false;
     }
     let mut buf = String::new();

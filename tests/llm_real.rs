@@ -1,0 +1,146 @@
+//! End to end against the real local model (llama.cpp's server with the packaged Qwen 0.5B).
+//! These assert structure (a reply, valid JSON in the schema, cache behaviour), never whether
+//! the small model's answer is right.
+// Each #[tokio::test] runs on its own runtime and thread; the std mutex that serialises them is
+// meant to be held for the whole test, awaits included.
+#![allow(clippy::await_holding_lock)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::local_llm::{local_llm, serial};
+use qrmem::config::{LlmConfig, Secret};
+use qrmem::llm::{ChatRequest, JsonSchema, Message, OpenAiClient, Policy, ReplyCache, Service};
+use serde::Deserialize;
+
+fn service(cache: Option<ReplyCache>) -> Option<Service> {
+    let llm = local_llm()?;
+    let config = LlmConfig {
+        base_urls: vec![llm.base_url.clone()],
+        model: llm.model.clone(),
+        max_tokens: 64,
+        ..LlmConfig::default()
+    };
+    let client = OpenAiClient::new(&config, Secret::default()).expect("client");
+    Some(Service::new(Arc::new(client), cache, Policy::from(&config)))
+}
+
+#[tokio::test]
+async fn chat_round_trip() {
+    let _guard = serial();
+    let Some(svc) = service(None) else { return };
+    let request = ChatRequest {
+        messages: vec![
+            Message::system("You are a terse assistant."),
+            Message::user("Name one primary colour. Answer with one word."),
+        ],
+        sampling: svc.sampling(),
+        schema: None,
+    };
+    let reply = svc
+        .chat("chat", &request)
+        .await
+        .expect("a reply from the local model");
+    assert!(!reply.content.trim().is_empty());
+    assert_eq!(reply.finish_reason, "stop", "reply: {:?}", reply.content);
+    assert!(
+        reply.usage.prompt_tokens > 5 && reply.usage.completion_tokens > 0,
+        "{:?}",
+        reply.usage
+    );
+    assert!(!reply.cached);
+}
+
+#[derive(Debug, Deserialize)]
+struct Capital {
+    country: String,
+    capital: String,
+    population_millions: f64,
+}
+
+#[tokio::test]
+async fn schema_constrained_reply_parses_into_a_struct() {
+    let _guard = serial();
+    let Some(svc) = service(None) else { return };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "country": {"type": "string", "minLength": 1, "maxLength": 40},
+            "capital": {"type": "string", "minLength": 1, "maxLength": 40},
+            "population_millions": {"type": "number"}
+        },
+        "required": ["country", "capital", "population_millions"],
+        "additionalProperties": false
+    });
+    let got = svc
+        .chat_json::<Capital>(
+            "json",
+            vec![Message::user(
+                "Give the country, capital and population in millions of France as JSON.",
+            )],
+            Some(JsonSchema {
+                name: "capital".into(),
+                schema,
+            }),
+        )
+        .await
+        .expect("the grammar-constrained reply parses");
+    assert!(!got.value.country.trim().is_empty());
+    assert!(!got.value.capital.trim().is_empty());
+    assert!(got.value.population_millions.is_finite());
+    assert_eq!(got.reply.finish_reason, "stop");
+}
+
+#[tokio::test]
+async fn second_identical_call_is_a_cache_hit() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(svc) = service(Some(ReplyCache::open(dir.path()).unwrap())) else {
+        return;
+    };
+    let request = ChatRequest {
+        messages: vec![Message::user("Count from one to three in words.")],
+        sampling: svc.sampling(),
+        schema: None,
+    };
+    let first = svc.chat("chat", &request).await.unwrap();
+    let second = svc.chat("chat", &request).await.unwrap();
+    assert!(!first.cached && second.cached);
+    assert_eq!(first.content, second.content);
+    let ledger = svc.ledger().snapshot();
+    let chat = &ledger.stages["chat"];
+    assert_eq!((chat.requests, chat.cache_hits), (1, 1));
+    assert_eq!(
+        chat.prompt_tokens, first.usage.prompt_tokens,
+        "a hit adds no tokens"
+    );
+}
+
+#[test]
+fn the_binary_answers_with_a_reply_and_a_ledger() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args([
+            "chat",
+            "What is 2 + 2? Answer with a number.",
+            "--llm-base-url",
+            &llm.base_url,
+            "--llm-model",
+            &llm.model,
+        ])
+        .arg("--cache-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty());
+    assert!(
+        stderr.contains("LLM ledger") && stderr.contains(&llm.model),
+        "{stderr}"
+    );
+}
