@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (the local LLM, cached under ~/.cache/qrmem),
+# checks formatting and lints, then runs every test. The real-LLM tests start their own
+# llama-server on a free port and stop it; QRMEM_REQUIRE_LLM=1 makes them fail, not skip, if
+# the install is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+step() { printf '\n[test] %s (t+%ss)\n' "$*" "$(( $(date +%s) - started ))" >&2; }
+
+step "local LLM (llama-server + Qwen2.5-Coder-0.5B GGUF)"
+scripts/setup-local-llm.sh --model "${QRMEM_TEST_MODEL:-0.5b}" >/dev/null
+
+if command -v rustup >/dev/null; then
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+fi
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy"
+cargo clippy --all-targets --locked -- -D warnings
+step "cargo test"
+QRMEM_REQUIRE_LLM=1 cargo test --all-targets --locked 2>&1
+step "done"
