@@ -172,6 +172,8 @@ pub struct MemoryConfig {
     pub graph_update: bool,
     /// Ablation (paper Table 2): schema extractor only, no LLM entity recognition.
     pub open_entity: bool,
+    /// Relation Update calls at most per build (entity pairs related in several segments).
+    pub max_relation_updates: usize,
 }
 
 impl Default for MemoryConfig {
@@ -182,6 +184,7 @@ impl Default for MemoryConfig {
             entity_similarity: 0.92,
             graph_update: true,
             open_entity: true,
+            max_relation_updates: 100,
         }
     }
 }

@@ -5,6 +5,9 @@ pub mod config;
 pub mod doctor;
 pub mod error;
 pub mod llm;
+pub mod memory;
+pub mod prompts;
+pub mod text;
 
 pub use config::Config;
 pub use error::{ConfigError, LlmError};

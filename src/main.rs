@@ -9,11 +9,14 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use indicatif::{ProgressBar, ProgressStyle};
 use qrmem::config::{Config, ConfigSource};
 use qrmem::doctor;
 use qrmem::llm::{
     ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
 };
+use qrmem::memory::{BuildParams, Builder};
+use qrmem::prompts::Prompts;
 
 #[derive(Parser)]
 #[command(
@@ -62,8 +65,58 @@ enum Command {
     Chat(ChatArgs),
     /// Checks the LLM endpoint, the model, the embedder model directory and libtorch.
     Doctor,
+    /// Builds the memory of a document (segments + query-oriented graph) into a memory file.
+    Build(BuildArgs),
+    /// Prints a memory's counts, failures and top entities.
+    Inspect {
+        /// The memory file.
+        memory: PathBuf,
+        /// How many top entities to list.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+    },
+    /// Exports a memory's graph for Gephi / Cytoscape.
+    Export(ExportArgs),
     /// Prints the effective configuration as TOML (the API key is never printed).
     Config,
+}
+
+#[derive(Args)]
+struct BuildArgs {
+    /// The document (UTF-8 text).
+    #[arg(long, value_name = "FILE")]
+    doc: PathBuf,
+    /// The question the graph is oriented to (optional).
+    #[arg(long)]
+    question: Option<String>,
+    /// Where to write the memory file.
+    #[arg(long, value_name = "MEMORY")]
+    out: PathBuf,
+    /// Ablation: no question generation or graph update.
+    #[arg(long)]
+    no_graph_update: bool,
+    /// Ablation: schema-based extractor only, no LLM entity recognition.
+    #[arg(long)]
+    no_open_entity: bool,
+    /// Segment length in cl100k tokens (default from the configuration: 600).
+    #[arg(long)]
+    segment_tokens: Option<usize>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    Graphml,
+    Json,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    memory: PathBuf,
+    #[arg(long, value_enum)]
+    format: ExportFormat,
+    /// Output file (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -206,6 +259,74 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
     }
 }
 
+/// Reads a document, naming the file and the problem when it cannot be used.
+fn read_document(path: &std::path::Path) -> Result<String> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read the document {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "the document {} is not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if text.trim().is_empty() {
+        bail!("the document {} is empty", path.display());
+    }
+    Ok(text)
+}
+
+async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
+    let mut config = config.clone();
+    if args.no_graph_update {
+        config.memory.graph_update = false;
+    }
+    if args.no_open_entity {
+        config.memory.open_entity = false;
+    }
+    if let Some(n) = args.segment_tokens {
+        config.memory.segment_tokens = n;
+    }
+    config.validate(&ConfigSource::Defaults)?;
+    let document = read_document(&args.doc)?;
+    let prompts = Prompts::load()?;
+    let svc = service(&config)?;
+    let started = Instant::now();
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let builder = Builder::new(
+        &svc,
+        &prompts,
+        BuildParams::from_config(&config),
+        config.llm.concurrency,
+    )
+    .with_progress(bar);
+    let memory = builder
+        .build(
+            &document,
+            args.question.as_deref(),
+            &args.doc.display().to_string(),
+        )
+        .await;
+    let ledger = svc.ledger().snapshot();
+    let memory = match memory {
+        Ok(m) => m,
+        Err(e) => {
+            print_ledger(&ledger, started.elapsed());
+            return Err(e.into());
+        }
+    };
+    qrmem::memory::save(&memory, &args.out)?;
+    println!("{}", qrmem::memory::describe(&memory, 10));
+    println!("wrote {}", args.out.display());
+    print_ledger(&ledger, started.elapsed());
+    Ok(())
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     let (config, source) = load_config(&cli.global)?;
     match &cli.command {
@@ -229,6 +350,29 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 println!("\nAll required checks passed.");
                 Ok(ExitCode::SUCCESS)
             }
+        }
+        Command::Build(args) => {
+            build(&config, args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Inspect { memory, top } => {
+            let m = qrmem::memory::load(memory)?;
+            print!("{}", qrmem::memory::describe(&m, *top));
+            println!("\n{}", m.ledger);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let m = qrmem::memory::load(&args.memory)?;
+            let text = match args.format {
+                ExportFormat::Graphml => qrmem::memory::export::graphml(&m),
+                ExportFormat::Json => qrmem::memory::export::json(&m)?,
+            };
+            match &args.out {
+                Some(path) => std::fs::write(path, text)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Config => {
             println!("# source: {source}\n{}", config.to_toml()?);

@@ -144,3 +144,59 @@ fn the_binary_answers_with_a_reply_and_a_ledger() {
         "{stderr}"
     );
 }
+
+#[test]
+fn build_links_the_bridge_entity_to_both_paragraphs() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("velden.memory.json");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args([
+            "build",
+            "--doc",
+            &format!("{root}/data/sample/velden.txt"),
+            "--question",
+            question.trim(),
+        ])
+        .arg("--out")
+        .arg(&out_path)
+        .args([
+            "--segment-tokens",
+            "150",
+            "--llm-base-url",
+            &llm.base_url,
+            "--llm-model",
+            &llm.model,
+        ])
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("LLM ledger") && stdout.contains("segments:   2"),
+        "{stdout}\n{stderr}"
+    );
+    let m = qrmem::memory::load(&out_path).unwrap();
+    assert_eq!(m.segments.len(), 2);
+    let bridge = m
+        .find_entity("Clara Hoffmann")
+        .expect("the bridge entity is in the graph");
+    let segs: Vec<usize> = m.graph[bridge].segments.iter().copied().collect();
+    assert_eq!(
+        segs,
+        vec![0, 1],
+        "the bridge entity links to both paragraphs"
+    );
+    assert!(m.find_entity("Lucerne").is_some());
+    for stage in ["summary", "entities", "relations", "questions"] {
+        let s = &m.ledger.stages[stage];
+        assert!(s.requests + s.cache_hits >= 1, "stage {stage} made no call");
+    }
+    assert!(!m.summary.is_empty() || m.failures.iter().any(|f| f.step == "summary"));
+}

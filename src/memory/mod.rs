@@ -1,0 +1,15 @@
+//! The dual-structure memory (QRMeM section 2.1): types, construction, disambiguation, the
+//! schema-based extractor, persistence and export.
+
+mod build;
+pub mod export;
+mod inspect;
+pub mod merge;
+pub mod schema;
+pub mod store;
+mod types;
+
+pub use build::{BuildError, Builder};
+pub use inspect::describe;
+pub use store::{load, save, StoreError};
+pub use types::*;

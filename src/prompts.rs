@@ -1,0 +1,287 @@
+//! Prompt templates: every prompt is a text file in `prompts/` with named `{placeholders}`.
+//!
+//! The files are compiled in; `QRMEM_PROMPTS_DIR` (or [`Prompts::load_dir`]) reads edited copies
+//! instead. Loading checks each template against the placeholder set the code fills: a missing or
+//! unknown placeholder is an error naming the file, never a silent blank.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum PromptError {
+    #[error("prompt {file}: cannot read it: {message}")]
+    Read { file: String, message: String },
+    #[error("prompt {file}: lacks the placeholder {{{name}}}")]
+    Missing { file: String, name: String },
+    #[error("prompt {file}: has the unknown placeholder {{{name}}} (known: {known})")]
+    Unknown {
+        file: String,
+        name: String,
+        known: String,
+    },
+    #[error("prompt {file}: no value given for {{{name}}}")]
+    NoValue { file: String, name: String },
+}
+
+/// Every prompt the pipeline sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PromptId {
+    Summary,
+    Entities,
+    Relations,
+    Questions,
+    Update,
+    RelationUpdate,
+    Quickstart,
+}
+
+impl PromptId {
+    pub const ALL: [PromptId; 7] = [
+        PromptId::Summary,
+        PromptId::Entities,
+        PromptId::Relations,
+        PromptId::Questions,
+        PromptId::Update,
+        PromptId::RelationUpdate,
+        PromptId::Quickstart,
+    ];
+
+    pub fn file(self) -> &'static str {
+        match self {
+            PromptId::Summary => "summary.txt",
+            PromptId::Entities => "entities.txt",
+            PromptId::Relations => "relations.txt",
+            PromptId::Questions => "questions.txt",
+            PromptId::Update => "update.txt",
+            PromptId::RelationUpdate => "relation_update.txt",
+            PromptId::Quickstart => "quickstart.txt",
+        }
+    }
+
+    /// The placeholders the code fills, exactly.
+    pub fn placeholders(self) -> &'static [&'static str] {
+        match self {
+            PromptId::Summary => &["context"],
+            PromptId::Entities => &["summary", "question", "segment"],
+            PromptId::Relations => &["question", "segment", "entities"],
+            PromptId::Questions => &["summary", "segment", "entities", "relations"],
+            PromptId::Update => &["segment", "entities", "questions"],
+            PromptId::RelationUpdate => &[
+                "question",
+                "summary",
+                "segment1",
+                "relations1",
+                "segment2",
+                "relations2",
+            ],
+            PromptId::Quickstart => &["document", "question"],
+        }
+    }
+
+    fn embedded(self) -> &'static str {
+        match self {
+            PromptId::Summary => include_str!("../prompts/summary.txt"),
+            PromptId::Entities => include_str!("../prompts/entities.txt"),
+            PromptId::Relations => include_str!("../prompts/relations.txt"),
+            PromptId::Questions => include_str!("../prompts/questions.txt"),
+            PromptId::Update => include_str!("../prompts/update.txt"),
+            PromptId::RelationUpdate => include_str!("../prompts/relation_update.txt"),
+            PromptId::Quickstart => include_str!("../prompts/quickstart.txt"),
+        }
+    }
+}
+
+/// `{name}` placeholders of a template, with `name` of lower-case letters, digits and `_`.
+/// JSON in a template (`{"a": 1}`) is not a placeholder.
+fn placeholders_in(template: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let bytes = template.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            let mut j = i + 1;
+            while j < bytes.len()
+                && (bytes[j].is_ascii_lowercase() || bytes[j].is_ascii_digit() || bytes[j] == b'_')
+            {
+                j += 1;
+            }
+            if j > i + 1 && j < bytes.len() && bytes[j] == b'}' {
+                found.insert(template[i + 1..j].to_string());
+                i = j;
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The loaded, validated templates.
+#[derive(Clone, Debug)]
+pub struct Prompts {
+    templates: BTreeMap<PromptId, String>,
+}
+
+impl Prompts {
+    /// The compiled-in prompts, or `$QRMEM_PROMPTS_DIR`'s when that is set.
+    pub fn load() -> Result<Self, PromptError> {
+        match std::env::var_os("QRMEM_PROMPTS_DIR").filter(|d| !d.is_empty()) {
+            Some(dir) => Prompts::load_dir(Path::new(&dir)),
+            None => Prompts::from_sources(|id| Ok(id.embedded().to_string())),
+        }
+    }
+
+    /// Templates read from `dir` (every prompt file must be there).
+    pub fn load_dir(dir: &Path) -> Result<Self, PromptError> {
+        Prompts::from_sources(|id| {
+            let path: PathBuf = dir.join(id.file());
+            std::fs::read_to_string(&path).map_err(|e| PromptError::Read {
+                file: path.display().to_string(),
+                message: e.to_string(),
+            })
+        })
+    }
+
+    fn from_sources(
+        mut source: impl FnMut(PromptId) -> Result<String, PromptError>,
+    ) -> Result<Self, PromptError> {
+        let mut templates = BTreeMap::new();
+        for id in PromptId::ALL {
+            let text = source(id)?;
+            validate(id, &text)?;
+            templates.insert(id, text);
+        }
+        Ok(Prompts { templates })
+    }
+
+    /// Fills the template. Every placeholder needs a value (validated sets make this total for
+    /// the pipeline's own calls); values are inserted verbatim and never re-scanned.
+    pub fn render(&self, id: PromptId, values: &[(&str, &str)]) -> Result<String, PromptError> {
+        let template = self
+            .templates
+            .get(&id)
+            .map(String::as_str)
+            .unwrap_or_else(|| id.embedded());
+        let mut out = String::with_capacity(
+            template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>(),
+        );
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let name_len = after
+                .bytes()
+                .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+                .count();
+            if name_len > 0 && after.as_bytes().get(name_len) == Some(&b'}') {
+                let name = &after[..name_len];
+                let value = values
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| PromptError::NoValue {
+                        file: id.file().to_string(),
+                        name: name.to_string(),
+                    })?;
+                out.push_str(value);
+                rest = &after[name_len + 1..];
+            } else {
+                out.push('{');
+                rest = after;
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+fn validate(id: PromptId, text: &str) -> Result<(), PromptError> {
+    let found = placeholders_in(text);
+    for name in id.placeholders() {
+        if !found.contains(*name) {
+            return Err(PromptError::Missing {
+                file: id.file().to_string(),
+                name: name.to_string(),
+            });
+        }
+    }
+    for name in &found {
+        if !id.placeholders().contains(&name.as_str()) {
+            return Err(PromptError::Unknown {
+                file: id.file().to_string(),
+                name: name.clone(),
+                known: id.placeholders().join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_prompts_validate_and_render() {
+        let p = Prompts::load_dir(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("prompts")
+                .as_path(),
+        )
+        .unwrap();
+        let text = p
+            .render(
+                PromptId::Summary,
+                &[("context", "Some {weird} text with {\"json\": 1}")],
+            )
+            .unwrap();
+        assert!(
+            text.contains("Some {weird} text"),
+            "values are not re-scanned"
+        );
+        assert!(
+            text.contains("{\"summary\": \"...\"}"),
+            "JSON in a template stays"
+        );
+        assert!(Prompts::load().is_ok());
+    }
+
+    #[test]
+    fn missing_and_unknown_placeholders_are_load_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        for id in PromptId::ALL {
+            std::fs::copy(src.join(id.file()), dir.path().join(id.file())).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("entities.txt"),
+            "Entities of {segment} for {question}",
+        )
+        .unwrap();
+        let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("entities.txt") && err.contains("{summary}"),
+            "{err}"
+        );
+        std::fs::write(
+            dir.path().join("entities.txt"),
+            "{summary} {question} {segment} {segmnt}",
+        )
+        .unwrap();
+        let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("unknown placeholder {segmnt}"), "{err}");
+        std::fs::remove_file(dir.path().join("summary.txt")).unwrap();
+        let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("summary.txt"), "{err}");
+    }
+
+    #[test]
+    fn render_without_a_value_is_an_error() {
+        let p = Prompts::load().unwrap();
+        let err = p
+            .render(PromptId::Quickstart, &[("document", "d")])
+            .unwrap_err();
+        assert!(err.to_string().contains("{question}"));
+    }
+}

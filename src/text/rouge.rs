@@ -1,0 +1,122 @@
+//! ROUGE-L (the LCS F-measure) and the question pool it guards.
+
+/// Lower-cased word tokens (alphanumeric runs).
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_lowercase())
+        .collect()
+}
+
+fn lcs(a: &[String], b: &[String]) -> usize {
+    if a.is_empty() || b.is_empty() {
+        return 0;
+    }
+    let mut prev = vec![0usize; b.len() + 1];
+    let mut cur = vec![0usize; b.len() + 1];
+    for x in a {
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// ROUGE-L F1 between two texts: P = LCS/|candidate|, R = LCS/|reference|, F = 2PR/(P+R).
+/// Symmetric; 0 when either side has no tokens.
+pub fn rouge_l(candidate: &str, reference: &str) -> f64 {
+    let (c, r) = (tokens(candidate), tokens(reference));
+    let l = lcs(&c, &r) as f64;
+    if l == 0.0 {
+        return 0.0;
+    }
+    let p = l / c.len() as f64;
+    let rec = l / r.len() as f64;
+    2.0 * p * rec / (p + rec)
+}
+
+/// The pool of generated questions: a question joins only if its ROUGE-L with every question
+/// already in the pool is below the threshold (the paper: 0.6).
+#[derive(Clone, Debug, Default)]
+pub struct QuestionPool {
+    threshold: f64,
+    questions: Vec<String>,
+    token_lists: Vec<Vec<String>>,
+}
+
+impl QuestionPool {
+    pub fn new(threshold: f64) -> Self {
+        QuestionPool {
+            threshold,
+            questions: Vec::new(),
+            token_lists: Vec::new(),
+        }
+    }
+
+    /// Adds `question` if it is novel enough; returns whether it was added.
+    pub fn offer(&mut self, question: &str) -> bool {
+        let q = question.trim();
+        let t = tokens(q);
+        if t.is_empty() {
+            return false;
+        }
+        for other in &self.token_lists {
+            let l = lcs(&t, other) as f64;
+            if l > 0.0 {
+                let (p, r) = (l / t.len() as f64, l / other.len() as f64);
+                if 2.0 * p * r / (p + r) >= self.threshold {
+                    return false;
+                }
+            }
+        }
+        self.questions.push(q.to_string());
+        self.token_lists.push(t);
+        true
+    }
+
+    pub fn questions(&self) -> &[String] {
+        &self.questions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_values() {
+        assert_eq!(rouge_l("the cat sat", "the cat sat"), 1.0);
+        assert_eq!(rouge_l("a b c", "x y z"), 0.0);
+        assert_eq!(rouge_l("", "x"), 0.0);
+        // LCS("police killed the gunman", "police kill the gunman") = police the gunman = 3;
+        // P = 3/4, R = 3/4, F = 0.75.
+        assert!(
+            (rouge_l("police killed the gunman", "police kill the gunman") - 0.75).abs() < 1e-12
+        );
+        // LCS("the gunman was shot dead by police", "police killed the gunman") = "the gunman" = 2;
+        // P = 2/7, R = 2/4, F = 2*(2/7)*(1/2)/((2/7)+(1/2)) = 4/11.
+        let f = rouge_l(
+            "the gunman was shot dead by police",
+            "police killed the gunman",
+        );
+        assert!((f - 4.0 / 11.0).abs() < 1e-12, "{f}");
+        assert_eq!(rouge_l("Who designed it?", "who DESIGNED it"), 1.0);
+    }
+
+    #[test]
+    fn pool_applies_the_threshold() {
+        let mut pool = QuestionPool::new(0.6);
+        assert!(pool.offer("Who designed the Velden Bridge?"));
+        // ROUGE-L with the first: LCS 4 of 5 and 5 tokens -> 0.8 >= 0.6: rejected.
+        assert!(!pool.offer("Who designed the Velden Arch?"));
+        // LCS "the velden bridge" = 3; P = 3/6, R = 3/5 -> 0.545 < 0.6: accepted.
+        assert!(pool.offer("When did the Velden Bridge open?"));
+        assert!(!pool.offer("  "));
+        assert_eq!(pool.questions().len(), 2);
+    }
+}

@@ -1,0 +1,346 @@
+//! Memory construction with a scripted LLM: graph shape, segment links, the question pool, the
+//! relation merge, failures recorded instead of aborting, and the memory file.
+
+use std::sync::Arc;
+
+use qrmem::config::Config;
+use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::memory::{self, store, BuildParams, Builder, Memory, StoreError};
+use qrmem::prompts::Prompts;
+
+const DOC: &str = include_str!("../data/sample/velden.txt");
+const QUESTION: &str = "In which city was the designer of the Velden Bridge born?";
+
+fn prompt_of(r: &ChatRequest) -> &str {
+    &r.messages.last().unwrap().content
+}
+
+/// Replies by prompt kind and segment, like a well-behaved model would.
+fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
+    let p = prompt_of(r);
+    let seg0 = p.contains("The Velden Bridge is a stone arch bridge");
+    let seg1 = p.contains("born in the city of Lucerne");
+    let json = |s: &str| Scripted::Reply(s.to_string());
+    if p.contains("Summary the context") {
+        json(
+            r#"{"summary": "The Velden Bridge was designed by Clara Hoffmann, an engineer from Lucerne."}"#,
+        )
+    } else if p.contains("extract key entities") {
+        if seg1 && !seg0 {
+            if broken_entities_in_segment_1 {
+                return json("Sorry, I cannot produce JSON today.");
+            }
+            json(
+                r#"{"entities": [{"name": "Clara Hoffmann", "type": "person"}, {"name": "Lucerne", "type": "location"}]}"#,
+            )
+        } else {
+            json(
+                r#"{"entities": [{"name": "Velden Bridge", "type": "location"}, {"name": "Clara Hoffmann (1851-1923)", "type": "person"}, {"name": "Atlantis", "type": "location"}]}"#,
+            )
+        }
+    } else if p.contains("associate the extracted entities") {
+        if seg1 && !seg0 {
+            json(
+                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Lucerne", "description": "Clara Hoffmann was born in Lucerne."}]}"#,
+            )
+        } else {
+            json(
+                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Velden Bridge", "description": "Clara Hoffmann designed the Velden Bridge."}, {"head": "Nobody", "tail": "Velden Bridge", "description": "Nobody crossed it."}]}"#,
+            )
+        }
+    } else if p.contains("Doubt is the catalyst") {
+        if seg1 && !seg0 {
+            json(r#"{"questions": ["Where was Clara Hoffmann born?"]}"#)
+        } else {
+            json(
+                r#"{"questions": ["Who designed the Velden Bridge?", "Who designed the Velden Bridge first?"]}"#,
+            )
+        }
+    } else if p.contains("updated with the help of questions") {
+        if seg1 && !seg0 {
+            json(
+                r#"{"entities": [], "relations": [{"head": "Hoffmann", "tail": "Velden Bridge", "description": "Hoffmann designed bridges."}]}"#,
+            )
+        } else {
+            json(
+                r#"{"entities": [{"name": "Marlow Heath", "type": "location"}], "relations": [{"head": "Velden Bridge", "tail": "Marlow Heath", "description": "The Velden Bridge stands in Marlow Heath."}]}"#,
+            )
+        }
+    } else if p.contains("merge the corresponding relationships") {
+        json(
+            r#"{"questions": ["Did Hoffmann design other bridges?"], "description": "Clara Hoffmann designed the Velden Bridge, one of her bridges."}"#,
+        )
+    } else {
+        Scripted::Fail(format!("unexpected prompt: {}", &p[..p.len().min(80)]))
+    }
+}
+
+fn params() -> BuildParams {
+    let mut c = Config::default();
+    c.memory.segment_tokens = 150;
+    BuildParams::from_config(&c)
+}
+
+async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| reply(r, broken)));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm.clone(), None, policy);
+    let prompts = Prompts::load().unwrap();
+    let m = Builder::new(&svc, &prompts, params, 2)
+        .build(DOC, Some(QUESTION), "velden.txt")
+        .await
+        .unwrap();
+    (m, llm)
+}
+
+fn node<'a>(m: &'a Memory, name: &str) -> &'a memory::Entity {
+    let n = m
+        .find_entity(name)
+        .unwrap_or_else(|| panic!("no entity {name}"));
+    &m.graph[n]
+}
+
+#[tokio::test]
+async fn builds_the_expected_graph() {
+    let (m, _) = build(false, params()).await;
+    assert_eq!(m.segments.len(), 2, "the sample splits at its paragraph");
+    assert!(m.segments[1].text.starts_with("Clara Hoffmann (1851-1923)"));
+    // The bridge entity links to both paragraphs: extracted in one, found by mention in both.
+    let clara = node(&m, "Clara Hoffmann");
+    assert_eq!(
+        clara.segments.iter().copied().collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert!(clara.mentions.contains("Clara Hoffmann"));
+    assert!(
+        clara.mentions.contains("Hoffmann"),
+        "the bare surname joins the one Hoffmann: {:?}",
+        clara.mentions
+    );
+    assert_eq!(clara.kind, "person");
+    assert_eq!(
+        node(&m, "Lucerne")
+            .segments
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert_eq!(
+        node(&m, "Velden Bridge")
+            .segments
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![0]
+    );
+    assert!(node(&m, "Marlow Heath")
+        .sources
+        .contains(&memory::Source::Update));
+    assert!(
+        m.find_entity("Atlantis").is_none(),
+        "a name not in its segment is dropped"
+    );
+    assert!(m.stats.dropped_entities >= 1);
+    // Schema extractor entities are there too.
+    assert!(m.find_entity("1887").is_some() && m.find_entity("Aare").is_some());
+
+    // Edges: Clara-Velden merged from two segments by Relation Update; Clara-Lucerne; Velden-Marlow Heath.
+    let clara_n = m.find_entity("Clara Hoffmann").unwrap();
+    let velden_n = m.find_entity("Velden Bridge").unwrap();
+    let e = m
+        .graph
+        .find_edge(clara_n, velden_n)
+        .or_else(|| m.graph.find_edge(velden_n, clara_n))
+        .expect("Clara-Velden edge");
+    let rel = &m.graph[e];
+    assert_eq!(
+        rel.description,
+        "Clara Hoffmann designed the Velden Bridge, one of her bridges."
+    );
+    assert_eq!(rel.segments.iter().copied().collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(
+        rel.helper_questions,
+        vec!["Did Hoffmann design other bridges?"]
+    );
+    assert_eq!(m.stats.relation_updates, 1);
+    assert_eq!(
+        m.relation_count(),
+        3,
+        "{:?}",
+        m.graph
+            .edge_weights()
+            .map(|r| &r.description)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        m.stats.dropped_relations, 1,
+        "the relation with an unknown end is dropped"
+    );
+    assert_eq!(m.edge_text(e).unwrap().matches(" | ").count(), 2);
+
+    // The question pool: the near-duplicate is rejected by ROUGE-L >= 0.6.
+    let qs: Vec<&str> = m.questions.iter().map(|q| q.text.as_str()).collect();
+    assert_eq!(
+        qs,
+        vec![
+            "Who designed the Velden Bridge?",
+            "Where was Clara Hoffmann born?"
+        ]
+    );
+    assert_eq!(m.stats.rejected_questions, 1);
+
+    assert!(m.failures.is_empty(), "{:?}", m.failures);
+    let l = &m.ledger.stages;
+    for (stage, n) in [
+        ("summary", 1),
+        ("entities", 2),
+        ("relations", 2),
+        ("questions", 2),
+        ("update", 2),
+        ("merge", 1),
+    ] {
+        assert_eq!(l[stage].requests, n, "stage {stage}");
+    }
+}
+
+#[tokio::test]
+async fn ablations_skip_their_steps() {
+    let mut p = params();
+    p.graph_update = false;
+    p.open_entity = false;
+    let (m, llm) = build(false, p).await;
+    let kinds: Vec<bool> = llm
+        .received()
+        .iter()
+        .map(|r| prompt_of(r).contains("extract key entities") || prompt_of(r).contains("Doubt is"))
+        .collect();
+    assert!(
+        kinds.iter().all(|k| !k),
+        "no entity recognition or question generation calls"
+    );
+    assert!(m.questions.is_empty());
+    assert!(m
+        .graph
+        .node_weights()
+        .all(|e| e.sources.iter().all(|s| *s == memory::Source::Schema)));
+    // The schema extractor alone still links the bridge entity to both paragraphs.
+    assert_eq!(node(&m, "Clara Hoffmann").segments.len(), 2);
+}
+
+#[tokio::test]
+async fn a_step_that_never_parses_is_recorded_and_the_build_finishes() {
+    let (m, llm) = build(true, params()).await;
+    assert_eq!(m.failures.len(), 1, "{:?}", m.failures);
+    let f = &m.failures[0];
+    assert_eq!((f.segment, f.step.as_str()), (Some(1), "entities"));
+    assert!(
+        f.error.contains("no parsable reply after 5 attempts"),
+        "{}",
+        f.error
+    );
+    let entity_calls = llm
+        .received()
+        .iter()
+        .filter(|r| prompt_of(r).contains("extract key entities"))
+        .count();
+    assert_eq!(
+        entity_calls,
+        1 + 5,
+        "segment 0 once, segment 1 five times (0 + 4 retries at 0.7)"
+    );
+    assert_eq!(m.ledger.stages["entities"].failed_steps, 1);
+    // The other steps of that segment still ran, and the schema extractor kept its entities.
+    assert!(node(&m, "Clara Hoffmann").segments.contains(&1));
+    assert!(m.find_entity("Lucerne").is_some());
+
+    // `qrmem inspect` reports the failure.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    memory::save(&m, &path).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .arg("inspect")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("failures:   1") && text.contains("segment 1, step entities"),
+        "{text}"
+    );
+    assert!(
+        text.contains("segments:   2") && text.contains("Clara Hoffmann"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_memory_file_round_trips_and_bad_files_are_clear_errors() {
+    let (m, _) = build(false, params()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("velden.qrmem.json");
+    memory::save(&m, &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let loaded = memory::load(&path).unwrap();
+    let again = store::to_bytes(&loaded).unwrap();
+    assert!(
+        again == bytes,
+        "not bit-for-bit:\n{}\n{}",
+        String::from_utf8_lossy(&again),
+        String::from_utf8_lossy(&bytes)
+    );
+    assert_eq!(loaded.entity_count(), m.entity_count());
+
+    let truncated = dir.path().join("truncated.json");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let err = memory::load(&truncated).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("truncated.json") && err.to_string().contains("ends early"),
+        "{err}"
+    );
+
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, r#"{"nodes": [], "edges": []}"#).unwrap();
+    assert!(matches!(
+        memory::load(&foreign).unwrap_err(),
+        StoreError::Foreign { .. }
+    ));
+
+    let old = dir.path().join("old.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    v["version"] = 99.into();
+    std::fs::write(&old, serde_json::to_vec(&v).unwrap()).unwrap();
+    let err = memory::load(&old).unwrap_err().to_string();
+    assert!(
+        err.contains("version 99") && err.contains("rebuild"),
+        "{err}"
+    );
+
+    assert!(matches!(
+        memory::load(&dir.path().join("missing.json")).unwrap_err(),
+        StoreError::Read { .. }
+    ));
+
+    // Export: GraphML and JSON name every entity.
+    let xml = memory::export::graphml(&m);
+    assert!(
+        xml.contains("<graphml")
+            && xml.contains("Clara Hoffmann")
+            && xml.matches("<node ").count() == m.entity_count()
+    );
+    let json: serde_json::Value = serde_json::from_str(&memory::export::json(&m).unwrap()).unwrap();
+    assert_eq!(json["nodes"].as_array().unwrap().len(), m.entity_count());
+    assert_eq!(json["edges"].as_array().unwrap().len(), m.relation_count());
+}
