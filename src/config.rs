@@ -132,14 +132,34 @@ impl Default for CacheConfig {
     }
 }
 
+/// Whether the embedder L2-normalises its vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Normalize {
+    Auto,
+    True,
+    False,
+}
+
+impl Normalize {
+    pub fn as_option(self) -> Option<bool> {
+        match self {
+            Normalize::Auto => None,
+            Normalize::True => Some(true),
+            Normalize::False => Some(false),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbedConfig {
     /// A Hugging Face style model directory (config.json, tokenizer.json or vocab.txt,
     /// model.safetensors). Default: the packaged all-MiniLM-L6-v2 installed by the setup.
     pub model_dir: PathBuf,
-    /// L2-normalise vectors (sentence-transformers models); Contriever uses raw dot products.
-    pub normalize: bool,
+    /// L2-normalise vectors: "auto" (as the model directory's sentence-transformers
+    /// modules.json says; Contriever has none and uses raw dot products), "true" or "false".
+    pub normalize: Normalize,
     pub batch_size: usize,
     pub threads: usize,
     /// libtorch directory (`LIBTORCH` is honoured too).
@@ -150,7 +170,7 @@ impl Default for EmbedConfig {
     fn default() -> Self {
         EmbedConfig {
             model_dir: qrmem_home().join("models").join("all-MiniLM-L6-v2"),
-            normalize: true,
+            normalize: Normalize::Auto,
             batch_size: 32,
             threads: 1,
             libtorch_dir: qrmem_home().join("libtorch"),

@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod doctor;
+pub mod embed;
 pub mod error;
 pub mod llm;
 pub mod memory;

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use qrmem::config::{Config, ConfigSource};
 use qrmem::doctor;
+use qrmem::embed::{BertEmbedder, Embedder};
 use qrmem::llm::{
     ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
 };
@@ -101,6 +102,9 @@ struct BuildArgs {
     /// Segment length in cl100k tokens (default from the configuration: 600).
     #[arg(long)]
     segment_tokens: Option<usize>,
+    /// Do not compute the segment and edge vectors (the navigators then embed on demand).
+    #[arg(long)]
+    no_vectors: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -259,6 +263,17 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
     }
 }
 
+fn load_embedder(config: &Config) -> Result<BertEmbedder> {
+    let e = &config.embed;
+    BertEmbedder::load(
+        &e.model_dir,
+        e.normalize.as_option(),
+        e.batch_size,
+        e.threads,
+    )
+    .context("loading the embedder (pass --no-vectors to build without vectors)")
+}
+
 /// Reads a document, naming the file and the problem when it cannot be used.
 fn read_document(path: &std::path::Path) -> Result<String> {
     let bytes = std::fs::read(path)
@@ -320,6 +335,17 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
             return Err(e.into());
         }
     };
+    let mut memory = memory;
+    if !args.no_vectors {
+        let embedder = load_embedder(&config)?;
+        let t = Instant::now();
+        let n = qrmem::embed::index_memory(&mut memory, &embedder)?;
+        eprintln!(
+            "embedded {n} segments and edges with {} in {:.1} s",
+            embedder.model_id(),
+            t.elapsed().as_secs_f64()
+        );
+    }
     qrmem::memory::save(&memory, &args.out)?;
     println!("{}", qrmem::memory::describe(&memory, 10));
     println!("wrote {}", args.out.display());
@@ -335,7 +361,32 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor => {
-            let checks = doctor::run(&config, &source).await;
+            let mut checks = doctor::run(&config, &source).await;
+            checks.push(match load_embedder(&config) {
+                Ok(e) => doctor::Check {
+                    name: "embedder".into(),
+                    status: doctor::Status::Ok,
+                    detail: format!(
+                        "{} loads: dim {}, {}, max {} tokens, on {:?}",
+                        e.model_id(),
+                        e.dim(),
+                        if e.normalized() {
+                            "normalised (cosine)"
+                        } else {
+                            "raw dot product"
+                        },
+                        e.max_len(),
+                        e.device()
+                    ),
+                    fix: None,
+                },
+                Err(err) => doctor::Check {
+                    name: "embedder".into(),
+                    status: doctor::Status::Warn,
+                    detail: format!("{err:#}"),
+                    fix: Some("scripts/setup-embedder.sh, or set QRMEM_EMBED_MODEL_DIR".into()),
+                },
+            });
             for c in &checks {
                 println!("{c}");
             }

@@ -438,6 +438,7 @@ impl<'a> Builder<'a> {
             stats,
             ledger: self.llm.ledger().snapshot(),
             build_secs: started.elapsed().as_secs_f64(),
+            vectors: None,
         })
     }
 

@@ -104,6 +104,20 @@ pub struct BuildStats {
     pub rejected_questions: usize,
 }
 
+/// Embedding vectors of a memory's segments and edges, computed once (`embed::index_memory`)
+/// and stored with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Vectors {
+    /// The embedder's model id; vectors of another model are recomputed, never mixed.
+    pub model: String,
+    pub dim: usize,
+    pub normalized: bool,
+    /// One per segment, in segment order.
+    pub segments: Vec<Vec<f32>>,
+    /// Edge index -> vector of the edge text "head | description | tail".
+    pub edges: std::collections::BTreeMap<usize, Vec<f32>>,
+}
+
 /// The whole memory of one document. (Compare two memories by their serialised bytes:
 /// `store::to_bytes`.)
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -128,6 +142,9 @@ pub struct Memory {
     pub stats: BuildStats,
     pub ledger: LedgerSnapshot,
     pub build_secs: f64,
+    /// Segment and edge vectors, once computed.
+    #[serde(default)]
+    pub vectors: Option<Vectors>,
 }
 
 impl Memory {

@@ -3,3 +3,4 @@
 
 pub mod fault_server;
 pub mod local_llm;
+pub mod velden;

@@ -1,0 +1,100 @@
+//! The sample document (data/sample/velden.txt) built into a memory with a scripted LLM whose
+//! replies depend on the prompt kind and the segment, like a well-behaved model's would.
+
+use std::sync::Arc;
+
+use qrmem::config::Config;
+use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::memory::{BuildParams, Builder, Memory};
+use qrmem::prompts::Prompts;
+
+pub const DOC: &str = include_str!("../../data/sample/velden.txt");
+pub const QUESTION: &str = "In which city was the designer of the Velden Bridge born?";
+
+pub fn prompt_of(r: &ChatRequest) -> &str {
+    &r.messages.last().unwrap().content
+}
+
+/// Replies by prompt kind and segment, like a well-behaved model would.
+pub fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
+    let p = prompt_of(r);
+    let seg0 = p.contains("The Velden Bridge is a stone arch bridge");
+    let seg1 = p.contains("born in the city of Lucerne");
+    let json = |s: &str| Scripted::Reply(s.to_string());
+    if p.contains("Summary the context") {
+        json(
+            r#"{"summary": "The Velden Bridge was designed by Clara Hoffmann, an engineer from Lucerne."}"#,
+        )
+    } else if p.contains("extract key entities") {
+        if seg1 && !seg0 {
+            if broken_entities_in_segment_1 {
+                return json("Sorry, I cannot produce JSON today.");
+            }
+            json(
+                r#"{"entities": [{"name": "Clara Hoffmann", "type": "person"}, {"name": "Lucerne", "type": "location"}]}"#,
+            )
+        } else {
+            json(
+                r#"{"entities": [{"name": "Velden Bridge", "type": "location"}, {"name": "Clara Hoffmann (1851-1923)", "type": "person"}, {"name": "Atlantis", "type": "location"}]}"#,
+            )
+        }
+    } else if p.contains("associate the extracted entities") {
+        if seg1 && !seg0 {
+            json(
+                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Lucerne", "description": "Clara Hoffmann was born in Lucerne."}]}"#,
+            )
+        } else {
+            json(
+                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Velden Bridge", "description": "Clara Hoffmann designed the Velden Bridge."}, {"head": "Nobody", "tail": "Velden Bridge", "description": "Nobody crossed it."}]}"#,
+            )
+        }
+    } else if p.contains("Doubt is the catalyst") {
+        if seg1 && !seg0 {
+            json(r#"{"questions": ["Where was Clara Hoffmann born?"]}"#)
+        } else {
+            json(
+                r#"{"questions": ["Who designed the Velden Bridge?", "Who designed the Velden Bridge first?"]}"#,
+            )
+        }
+    } else if p.contains("updated with the help of questions") {
+        if seg1 && !seg0 {
+            json(
+                r#"{"entities": [], "relations": [{"head": "Hoffmann", "tail": "Velden Bridge", "description": "Hoffmann designed bridges."}]}"#,
+            )
+        } else {
+            json(
+                r#"{"entities": [{"name": "Marlow Heath", "type": "location"}], "relations": [{"head": "Velden Bridge", "tail": "Marlow Heath", "description": "The Velden Bridge stands in Marlow Heath."}]}"#,
+            )
+        }
+    } else if p.contains("merge the corresponding relationships") {
+        json(
+            r#"{"questions": ["Did Hoffmann design other bridges?"], "description": "Clara Hoffmann designed the Velden Bridge, one of her bridges."}"#,
+        )
+    } else {
+        Scripted::Fail(format!("unexpected prompt: {}", &p[..p.len().min(80)]))
+    }
+}
+
+pub fn params() -> BuildParams {
+    let mut c = Config::default();
+    c.memory.segment_tokens = 150;
+    BuildParams::from_config(&c)
+}
+
+pub async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| reply(r, broken)));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm.clone(), None, policy);
+    let prompts = Prompts::load().unwrap();
+    let m = Builder::new(&svc, &prompts, params, 2)
+        .build(DOC, Some(QUESTION), "velden.txt")
+        .await
+        .unwrap();
+    (m, llm)
+}
