@@ -7,6 +7,7 @@ pub mod embed;
 pub mod error;
 pub mod llm;
 pub mod memory;
+pub mod navigate;
 pub mod prompts;
 pub mod text;
 

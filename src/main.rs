@@ -17,6 +17,7 @@ use qrmem::llm::{
     ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
 };
 use qrmem::memory::{BuildParams, Builder};
+use qrmem::navigate::{Navigator, Options as NavOptions};
 use qrmem::prompts::Prompts;
 
 #[derive(Parser)]
@@ -68,6 +69,8 @@ enum Command {
     Doctor,
     /// Builds the memory of a document (segments + query-oriented graph) into a memory file.
     Build(BuildArgs),
+    /// Answers a question over a memory (or a document, building its memory first).
+    Ask(AskArgs),
     /// Prints a memory's counts, failures and top entities.
     Inspect {
         /// The memory file.
@@ -105,6 +108,46 @@ struct BuildArgs {
     /// Do not compute the segment and edge vectors (the navigators then embed on demand).
     #[arg(long)]
     no_vectors: bool,
+}
+
+#[derive(Args)]
+struct AskArgs {
+    /// A memory file built by `qrmem build`.
+    #[arg(
+        long,
+        value_name = "MEMORY",
+        conflicts_with = "doc",
+        required_unless_present = "doc"
+    )]
+    memory: Option<PathBuf>,
+    /// A document: its memory is built first (oriented to the question).
+    #[arg(long, value_name = "FILE")]
+    doc: Option<PathBuf>,
+    /// With --doc: also save the built memory here.
+    #[arg(long, value_name = "MEMORY", requires = "doc")]
+    save_memory: Option<PathBuf>,
+    /// With --doc: segment length in cl100k tokens.
+    #[arg(long, requires = "doc")]
+    segment_tokens: Option<usize>,
+    #[arg(long)]
+    question: String,
+    /// A multiple-choice option (repeat, in order A, B, C, ...): the answer is the letter.
+    #[arg(long = "option")]
+    options: Vec<String>,
+    /// kn (Algorithm 1), ges (Graph Expansion Search) or te (Entity Trial).
+    #[arg(long)]
+    method: Option<String>,
+    #[arg(long)]
+    max_trials: Option<usize>,
+    /// Ablation: score edges with the question only.
+    #[arg(long)]
+    no_reflection: bool,
+    /// Ablation: answer from the question entities' segments only.
+    #[arg(long)]
+    no_navigation: bool,
+    /// Write the full trace as JSON here.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -291,6 +334,88 @@ fn read_document(path: &std::path::Path) -> Result<String> {
     Ok(text)
 }
 
+async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
+    let mut config = config.clone();
+    if let Some(m) = &args.method {
+        config.navigate.method = m.clone();
+    }
+    if let Some(n) = args.max_trials {
+        config.navigate.max_trials = n;
+    }
+    if args.no_reflection {
+        config.navigate.reflection = false;
+    }
+    if args.no_navigation {
+        config.navigate.navigation = false;
+    }
+    if let Some(n) = args.segment_tokens {
+        config.memory.segment_tokens = n;
+    }
+    config.validate(&ConfigSource::Defaults)?;
+    let opts = NavOptions::from_config(&config.navigate).map_err(anyhow::Error::msg)?;
+    let prompts = Prompts::load()?;
+    let svc = service(&config)?;
+    let embedder = load_embedder(&config)?;
+    let started = Instant::now();
+    let memory = match (&args.memory, &args.doc) {
+        (Some(path), _) => qrmem::memory::load(path)?,
+        (None, Some(doc)) => {
+            let document = read_document(doc)?;
+            let bar = progress_bar();
+            let builder = Builder::new(
+                &svc,
+                &prompts,
+                BuildParams::from_config(&config),
+                config.llm.concurrency,
+            )
+            .with_progress(bar);
+            let mut m = builder
+                .build(&document, Some(&args.question), &doc.display().to_string())
+                .await?;
+            qrmem::embed::index_memory(&mut m, &embedder)?;
+            eprintln!(
+                "built the memory: {} segments, {} entities, {} relations, {} failures",
+                m.segments.len(),
+                m.entity_count(),
+                m.relation_count(),
+                m.failures.len()
+            );
+            if let Some(path) = &args.save_memory {
+                qrmem::memory::save(&m, path)?;
+            }
+            m
+        }
+        (None, None) => bail!("give --memory or --doc"),
+    };
+    let navigator = Navigator::new(&svc, &prompts, &embedder, &memory, opts);
+    let outcome = navigator.ask(&args.question, &args.options).await;
+    let ledger = svc.ledger().snapshot();
+    let trace = match outcome {
+        Ok(t) => t,
+        Err(e) => {
+            print_ledger(&ledger, started.elapsed());
+            return Err(e.into());
+        }
+    };
+    if let Some(path) = &args.trace {
+        std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{}", trace.answer);
+    eprintln!("\n{}", trace.summary());
+    print_ledger(&ledger, started.elapsed());
+    Ok(())
+}
+
+fn progress_bar() -> ProgressBar {
+    ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
 async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
     let mut config = config.clone();
     if args.no_graph_update {
@@ -404,6 +529,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Build(args) => {
             build(&config, args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ask(args) => {
+            ask(&config, args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { memory, top } => {

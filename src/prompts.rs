@@ -34,17 +34,27 @@ pub enum PromptId {
     Questions,
     Update,
     RelationUpdate,
+    QuestionEntities,
+    Answerability,
+    Answer,
+    Elaborate,
+    TeUpdate,
     Quickstart,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 7] = [
+    pub const ALL: [PromptId; 12] = [
         PromptId::Summary,
         PromptId::Entities,
         PromptId::Relations,
         PromptId::Questions,
         PromptId::Update,
         PromptId::RelationUpdate,
+        PromptId::QuestionEntities,
+        PromptId::Answerability,
+        PromptId::Answer,
+        PromptId::Elaborate,
+        PromptId::TeUpdate,
         PromptId::Quickstart,
     ];
 
@@ -56,6 +66,11 @@ impl PromptId {
             PromptId::Questions => "questions.txt",
             PromptId::Update => "update.txt",
             PromptId::RelationUpdate => "relation_update.txt",
+            PromptId::QuestionEntities => "question_entities.txt",
+            PromptId::Answerability => "answerability.txt",
+            PromptId::Answer => "answer.txt",
+            PromptId::Elaborate => "elaborate.txt",
+            PromptId::TeUpdate => "te_update.txt",
             PromptId::Quickstart => "quickstart.txt",
         }
     }
@@ -76,6 +91,11 @@ impl PromptId {
                 "segment2",
                 "relations2",
             ],
+            PromptId::QuestionEntities => &["question"],
+            PromptId::Answerability => &["segments", "question"],
+            PromptId::Answer => &["segments", "question"],
+            PromptId::Elaborate => &["entities", "relations", "question"],
+            PromptId::TeUpdate => &["entities", "reason", "segments", "question"],
             PromptId::Quickstart => &["document", "question"],
         }
     }
@@ -88,6 +108,11 @@ impl PromptId {
             PromptId::Questions => include_str!("../prompts/questions.txt"),
             PromptId::Update => include_str!("../prompts/update.txt"),
             PromptId::RelationUpdate => include_str!("../prompts/relation_update.txt"),
+            PromptId::QuestionEntities => include_str!("../prompts/question_entities.txt"),
+            PromptId::Answerability => include_str!("../prompts/answerability.txt"),
+            PromptId::Answer => include_str!("../prompts/answer.txt"),
+            PromptId::Elaborate => include_str!("../prompts/elaborate.txt"),
+            PromptId::TeUpdate => include_str!("../prompts/te_update.txt"),
             PromptId::Quickstart => include_str!("../prompts/quickstart.txt"),
         }
     }

@@ -1,0 +1,689 @@
+//! Navigation and answering (QRMeM section 2.2): link the question's entities to the graph
+//! (E_s, S_imp), then QRMeM-KN (Algorithm 1), Graph Expansion Search or Entity Trial, every
+//! prompt within the context window L, and a trace of every step.
+
+mod ges;
+mod kn;
+mod te;
+mod window;
+
+pub use window::Window;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use petgraph::stable_graph::NodeIndex;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use thiserror::Error;
+
+use crate::config::NavigateConfig;
+use crate::embed::{EmbedError, Embedder};
+use crate::error::LlmError;
+use crate::llm::{JsonSchema, LedgerSnapshot, Message, Service};
+use crate::memory::merge::{english_stemmer, normalize, same_entity};
+use crate::memory::Memory;
+use crate::prompts::{PromptError, PromptId, Prompts};
+
+#[derive(Debug, Error)]
+pub enum NavigateError {
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("embedding failed: {0}")]
+    Embed(#[from] EmbedError),
+    /// A step the navigation cannot go on without (the final answer) failed.
+    #[error("navigation step '{step}' failed: {source}")]
+    Step { step: String, source: LlmError },
+    #[error("the question is empty")]
+    EmptyQuestion,
+    #[error("the memory has no segments")]
+    EmptyMemory,
+}
+
+/// The three navigators of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// QRMeM-KN: reflection-based knowledge navigation (Algorithm 1).
+    Kn,
+    /// QRMeM-GES: Graph Expansion Search.
+    Ges,
+    /// QRMeM-TE: Entity Trial on the bipartite entity-segment graph.
+    Te,
+}
+
+impl FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "kn" => Ok(Method::Kn),
+            "ges" => Ok(Method::Ges),
+            "te" => Ok(Method::Te),
+            other => Err(format!("unknown method '{other}' (kn, ges or te)")),
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Method::Kn => "kn",
+            Method::Ges => "ges",
+            Method::Te => "te",
+        })
+    }
+}
+
+/// Navigation settings (from `[navigate]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub method: Method,
+    pub context_window: usize,
+    pub reply_tokens: usize,
+    pub max_trials: usize,
+    pub ges_threshold: f32,
+    pub ges_max_iterations: usize,
+    /// Ablation: score edges with [Q; R; E_s] (true) or Q only (false).
+    pub reflection: bool,
+    /// Ablation: navigate (true) or answer from S_imp only (false).
+    pub navigation: bool,
+}
+
+impl Options {
+    pub fn from_config(c: &NavigateConfig) -> Result<Self, String> {
+        Ok(Options {
+            method: c.method.parse()?,
+            context_window: c.context_window,
+            reply_tokens: c.reply_tokens,
+            max_trials: c.max_trials,
+            ges_threshold: c.ges_threshold,
+            ges_max_iterations: c.ges_max_iterations,
+            reflection: c.reflection,
+            navigation: c.navigation,
+        })
+    }
+}
+
+/// An edge considered in a step, with its score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoredEdge {
+    pub text: String,
+    pub score: f32,
+}
+
+/// One step of a navigation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// start, answerability, expand, ges_expand, elaborate, te_update, answer.
+    pub kind: String,
+    /// The entity set after the step.
+    pub entities: Vec<String>,
+    /// The best-scored candidate edges (at most 5), best first.
+    pub candidates: Vec<ScoredEdge>,
+    /// The edge chosen (KN) or the edges that passed the threshold (GES).
+    pub chosen: Vec<ScoredEdge>,
+    /// Segments sent in the prompt of this step (original order).
+    pub segments: Vec<usize>,
+    /// S_add after the step: (segment, score).
+    pub s_add: Vec<(usize, f32)>,
+    /// -2 answered, -1 cannot (answerability steps).
+    pub action: Option<i32>,
+    /// The reasoning or the failure reason R.
+    pub reason: String,
+    pub note: String,
+}
+
+/// What `ask` returns: the answer and its trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub method: Method,
+    pub question: String,
+    pub answer: String,
+    /// Whether an answerability check said -2 (false: answered from the final segments).
+    pub answered: bool,
+    pub reasoning: String,
+    /// E_s as linked from the question.
+    pub start_entities: Vec<String>,
+    pub steps: Vec<Step>,
+    /// Every segment any prompt of this question showed the LLM.
+    pub segments_used: Vec<usize>,
+    /// The segments of the final answer prompt.
+    pub final_segments: Vec<usize>,
+    /// LLM requests and tokens of this question (the ledger delta).
+    pub requests: u64,
+    pub cache_hits: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Steps that failed and were recorded (navigation went on).
+    pub failures: Vec<String>,
+}
+
+impl Trace {
+    /// The readable summary the CLI prints.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "method {}  answered by check: {}  steps {}  requests {} (+{} cached)  tokens {} prompt / {} completion\n",
+            self.method,
+            self.answered,
+            self.steps.len(),
+            self.requests,
+            self.cache_hits,
+            self.prompt_tokens,
+            self.completion_tokens
+        );
+        s.push_str(&format!(
+            "start entities: {}\n",
+            self.start_entities.join(", ")
+        ));
+        for (i, st) in self.steps.iter().enumerate() {
+            s.push_str(&format!(
+                "  {:>2}. {:<14} segments {:?}",
+                i + 1,
+                st.kind,
+                st.segments
+            ));
+            if let Some(a) = st.action {
+                s.push_str(&format!(" action {a}"));
+            }
+            if let Some(c) = st.chosen.first() {
+                s.push_str(&format!(" chose [{:.3}] {}", c.score, c.text));
+            }
+            if !st.note.is_empty() {
+                s.push_str(&format!(" ({})", st.note));
+            }
+            s.push('\n');
+        }
+        s.push_str(&format!("segments used: {:?}\n", self.segments_used));
+        for f in &self.failures {
+            s.push_str(&format!("failure: {f}\n"));
+        }
+        s
+    }
+}
+
+#[derive(Deserialize)]
+struct EntityList {
+    #[serde(default)]
+    entities: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Answerability {
+    #[serde(default)]
+    reasoning: String,
+    action: i32,
+    #[serde(default)]
+    answer: String,
+}
+
+#[derive(Deserialize)]
+struct FinalAnswer {
+    #[serde(default)]
+    reasoning: String,
+    answer: String,
+}
+
+/// The outcome of an answerability check.
+pub(crate) struct Check {
+    pub answered: bool,
+    pub answer: String,
+    pub reasoning: String,
+}
+
+/// Navigates one memory. Cheap to create per question.
+pub struct Navigator<'a> {
+    pub(crate) llm: &'a Service,
+    pub(crate) prompts: &'a Prompts,
+    pub(crate) embedder: &'a dyn Embedder,
+    pub(crate) memory: &'a Memory,
+    pub(crate) opts: Options,
+}
+
+/// Mutable state of one question's navigation.
+pub(crate) struct Run {
+    pub question: String,
+    pub steps: Vec<Step>,
+    pub used: BTreeSet<usize>,
+    pub failures: Vec<String>,
+}
+
+impl Run {
+    pub fn push(&mut self, step: Step) {
+        self.used.extend(step.segments.iter().copied());
+        self.steps.push(step);
+    }
+}
+
+impl<'a> Navigator<'a> {
+    pub fn new(
+        llm: &'a Service,
+        prompts: &'a Prompts,
+        embedder: &'a dyn Embedder,
+        memory: &'a Memory,
+        opts: Options,
+    ) -> Self {
+        Navigator {
+            llm,
+            prompts,
+            embedder,
+            memory,
+            opts,
+        }
+    }
+
+    /// Answers `question` (with `options` for multiple choice: the answer is then the letter).
+    pub async fn ask(&self, question: &str, options: &[String]) -> Result<Trace, NavigateError> {
+        if question.trim().is_empty() {
+            return Err(NavigateError::EmptyQuestion);
+        }
+        if self.memory.segments.is_empty() {
+            return Err(NavigateError::EmptyMemory);
+        }
+        let before = self.llm.ledger().snapshot();
+        let full_question = with_options(question, options);
+        let mut run = Run {
+            question: full_question,
+            steps: Vec::new(),
+            used: BTreeSet::new(),
+            failures: Vec::new(),
+        };
+        let start = self.start(&mut run).await?;
+        let start_names = self.names(&start);
+        let outcome = match self.opts.method {
+            Method::Kn => self.kn(&mut run, &start).await?,
+            Method::Ges => self.ges(&mut run, &start).await?,
+            Method::Te => self.te(&mut run, &start).await?,
+        };
+        let after = self.llm.ledger().snapshot();
+        let (requests, cache_hits, prompt_tokens, completion_tokens) = delta(&before, &after);
+        let answer = if options.is_empty() {
+            outcome.answer.trim().to_string()
+        } else {
+            option_letter(&outcome.answer, options.len())
+        };
+        Ok(Trace {
+            method: self.opts.method,
+            question: question.to_string(),
+            answer,
+            answered: outcome.answered,
+            reasoning: outcome.reasoning,
+            start_entities: start_names,
+            final_segments: run
+                .steps
+                .last()
+                .map(|s| s.segments.clone())
+                .unwrap_or_default(),
+            segments_used: run.used.iter().copied().collect(),
+            steps: run.steps,
+            requests,
+            cache_hits,
+            prompt_tokens,
+            completion_tokens,
+            failures: run.failures,
+        })
+    }
+
+    pub(crate) fn names(&self, nodes: &BTreeSet<NodeIndex>) -> Vec<String> {
+        nodes
+            .iter()
+            .map(|&n| self.memory.graph[n].name.clone())
+            .collect()
+    }
+
+    /// Segments of a set of entities (the bipartite index).
+    pub(crate) fn segments_of(&self, nodes: &BTreeSet<NodeIndex>) -> BTreeSet<usize> {
+        nodes
+            .iter()
+            .flat_map(|&n| self.memory.graph[n].segments.iter().copied())
+            .collect()
+    }
+
+    pub(crate) fn window(&self) -> Window {
+        Window::new(self.opts.context_window, self.opts.reply_tokens)
+    }
+
+    /// E_s: the question's entities (LLM extraction), linked to graph entities by the
+    /// disambiguation normaliser, by mentions found verbatim in the question, and, for names
+    /// that match nothing, by embedding similarity to entity names.
+    async fn start(&self, run: &mut Run) -> Result<BTreeSet<NodeIndex>, NavigateError> {
+        let p = self
+            .prompts
+            .render(PromptId::QuestionEntities, &[("question", &run.question)])?;
+        let names: Vec<String> = match self
+            .llm
+            .chat_json::<EntityList>(
+                "question_entities",
+                vec![Message::user(p)],
+                Some(JsonSchema {
+                    name: "entities".into(),
+                    schema: json!({"type": "object", "properties": {"entities": {"type": "array", "maxItems": 8, "items": {"type": "string", "minLength": 1, "maxLength": 80}}}, "required": ["entities"]}),
+                }),
+            )
+            .await
+        {
+            Ok(r) => r.value.entities,
+            Err(e) => {
+                run.failures.push(format!("question_entities: {e}"));
+                Vec::new()
+            }
+        };
+        let linked = self.link(&names, &run.question)?;
+        let mut note = format!("question entities: {}", names.join(", "));
+        let linked = if linked.is_empty() {
+            // Nothing links: start from the entities of the best dense segment.
+            let best = crate::embed::score_segments(self.embedder, self.memory, &run.question)?;
+            let seg = best.first().map(|(s, _)| *s).unwrap_or(0);
+            note.push_str(&format!(
+                "; none linked, starting from the entities of segment {seg}"
+            ));
+            self.memory
+                .graph
+                .node_indices()
+                .filter(|&n| self.memory.graph[n].segments.contains(&seg))
+                .take(8)
+                .collect()
+        } else {
+            linked
+        };
+        run.push(Step {
+            kind: "start".into(),
+            entities: self.names(&linked),
+            note,
+            ..Step::default()
+        });
+        Ok(linked)
+    }
+
+    /// Links names to graph entities.
+    pub(crate) fn link(
+        &self,
+        names: &[String],
+        question: &str,
+    ) -> Result<BTreeSet<NodeIndex>, NavigateError> {
+        let g = &self.memory.graph;
+        let stemmer = english_stemmer();
+        let threshold = self.memory.params.entity_similarity;
+        let keys: Vec<(NodeIndex, Vec<Vec<String>>)> = g
+            .node_indices()
+            .map(|n| {
+                (
+                    n,
+                    g[n].mentions
+                        .iter()
+                        .chain(std::iter::once(&g[n].name))
+                        .map(|m| normalize(m, &stemmer))
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut linked = BTreeSet::new();
+        let mut unmatched = Vec::new();
+        for name in names {
+            let k = normalize(name, &stemmer);
+            if k.is_empty() {
+                continue;
+            }
+            let hits: Vec<NodeIndex> = keys
+                .iter()
+                .filter(|(_, ks)| ks.iter().any(|m| same_entity(&k, m, threshold)))
+                .map(|(n, _)| *n)
+                .collect();
+            if hits.is_empty() {
+                unmatched.push(name.clone());
+            }
+            linked.extend(hits);
+        }
+        // Mentions (of two or more words, or capitalised single words) found verbatim in the question.
+        let q_lower = question.to_lowercase();
+        for n in g.node_indices() {
+            let e = &g[n];
+            if e.kind == "number" || e.kind == "time" {
+                continue;
+            }
+            if e.mentions
+                .iter()
+                .any(|m| m.chars().count() >= 3 && whole_word(&q_lower, &m.to_lowercase()))
+            {
+                linked.insert(n);
+            }
+        }
+        if !unmatched.is_empty() && g.node_count() > 0 {
+            let nodes: Vec<NodeIndex> = g.node_indices().collect();
+            let texts: Vec<&str> = nodes.iter().map(|&n| g[n].name.as_str()).collect();
+            let mut all: Vec<&str> = unmatched.iter().map(String::as_str).collect();
+            all.extend(texts.iter().copied());
+            let vectors = self.embedder.embed(&all)?;
+            let (qv, nv) = vectors.split_at(unmatched.len());
+            for q in qv {
+                let best = nv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i, crate::embed::cosine(q, v)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1));
+                if let Some((i, score)) = best {
+                    if score >= 0.6 {
+                        linked.insert(nodes[i]);
+                    }
+                }
+            }
+        }
+        Ok(linked)
+    }
+
+    /// The Appendix E answerability check on the given segments (fitted to the window).
+    pub(crate) async fn answerability(
+        &self,
+        run: &mut Run,
+        mut step: Step,
+        segments: &[usize],
+    ) -> Result<Check, NavigateError> {
+        let (text, shown) = self.window().fit(
+            self.prompts,
+            PromptId::Answerability,
+            &run.question,
+            self.memory,
+            segments,
+            &[],
+        )?;
+        step.kind = "answerability".into();
+        step.segments = shown;
+        let p = self.prompts.render(
+            PromptId::Answerability,
+            &[("segments", &text), ("question", &run.question)],
+        )?;
+        let schema = json!({"type": "object", "properties": {
+            "reasoning": {"type": "string", "maxLength": 600},
+            "action": {"type": "integer", "enum": [-2, -1]},
+            "answer": {"type": "string", "maxLength": 200}
+        }, "required": ["reasoning", "action", "answer"]});
+        let check = match self
+            .llm
+            .chat_json::<Answerability>(
+                "answerability",
+                vec![Message::user(p)],
+                Some(JsonSchema {
+                    name: "answerability".into(),
+                    schema,
+                }),
+            )
+            .await
+        {
+            Ok(r) => {
+                let a = r.value;
+                let answered = a.action == -2 && !a.answer.trim().is_empty();
+                step.action = Some(if answered { -2 } else { -1 });
+                step.reason = a.reasoning.clone();
+                Check {
+                    answered,
+                    answer: a.answer,
+                    reasoning: a.reasoning,
+                }
+            }
+            Err(e) => {
+                // An unparsable check counts as "cannot answer" with that reason; navigation goes on.
+                run.failures.push(format!("answerability: {e}"));
+                step.action = Some(-1);
+                step.reason = "the answerability check failed".into();
+                step.note = "check failed".into();
+                Check {
+                    answered: false,
+                    answer: String::new(),
+                    reasoning: step.reason.clone(),
+                }
+            }
+        };
+        run.push(step);
+        Ok(check)
+    }
+
+    /// The final answer from the given segments, ranked by `scores` when they must be cut.
+    pub(crate) async fn final_answer(
+        &self,
+        run: &mut Run,
+        segments: &[usize],
+        scores: &[(usize, f32)],
+        note: &str,
+    ) -> Result<Check, NavigateError> {
+        let (text, shown) = self.window().fit(
+            self.prompts,
+            PromptId::Answer,
+            &run.question,
+            self.memory,
+            segments,
+            scores,
+        )?;
+        let p = self.prompts.render(
+            PromptId::Answer,
+            &[("segments", &text), ("question", &run.question)],
+        )?;
+        let schema = json!({"type": "object", "properties": {
+            "reasoning": {"type": "string", "maxLength": 600},
+            "answer": {"type": "string", "minLength": 1, "maxLength": 200}
+        }, "required": ["reasoning", "answer"]});
+        let r = self
+            .llm
+            .chat_json::<FinalAnswer>(
+                "answer",
+                vec![Message::user(p)],
+                Some(JsonSchema {
+                    name: "answer".into(),
+                    schema,
+                }),
+            )
+            .await
+            .map_err(|source| NavigateError::Step {
+                step: "answer".into(),
+                source,
+            })?;
+        run.push(Step {
+            kind: "answer".into(),
+            segments: shown,
+            reason: r.value.reasoning.clone(),
+            note: note.to_string(),
+            ..Step::default()
+        });
+        Ok(Check {
+            answered: false,
+            answer: r.value.answer,
+            reasoning: r.value.reasoning,
+        })
+    }
+}
+
+fn whole_word(haystack: &str, needle: &str) -> bool {
+    let mut from = 0;
+    while let Some(pos) = haystack[from..].find(needle) {
+        let s = from + pos;
+        let e = s + needle.len();
+        let ok_before = haystack[..s]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        let ok_after = haystack[e..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if ok_before && ok_after {
+            return true;
+        }
+        from = s + needle.chars().next().map(char::len_utf8).unwrap_or(1);
+    }
+    false
+}
+
+/// The question with its options, as QuALITY presents them.
+pub fn with_options(question: &str, options: &[String]) -> String {
+    if options.is_empty() {
+        return question.trim().to_string();
+    }
+    let mut s = question.trim().to_string();
+    s.push_str("\nOptions:");
+    for (i, o) in options.iter().enumerate() {
+        s.push_str(&format!("\n({}) {}", (b'A' + i as u8) as char, o.trim()));
+    }
+    s
+}
+
+/// The option letter in a multiple-choice reply ("(B) ...", "B", "Answer: B"), or the reply.
+pub fn option_letter(reply: &str, n: usize) -> String {
+    let letters: Vec<char> = (0..n.min(26)).map(|i| (b'A' + i as u8) as char).collect();
+    let t = reply.trim();
+    for c in &letters {
+        if [format!("({c})"), format!("{c})"), format!("{c}.")]
+            .iter()
+            .any(|p| t.starts_with(p.as_str()))
+        {
+            return c.to_string();
+        }
+    }
+    if let Some(c) = letters.iter().find(|c| t == c.to_string()) {
+        return c.to_string();
+    }
+    for tok in t.split(|ch: char| !ch.is_alphanumeric()) {
+        if tok.len() == 1 {
+            if let Some(c) = letters.iter().find(|c| tok.starts_with(**c)) {
+                return c.to_string();
+            }
+        }
+    }
+    t.to_string()
+}
+
+fn delta(before: &LedgerSnapshot, after: &LedgerSnapshot) -> (u64, u64, u64, u64) {
+    let (b, a) = (before.total(), after.total());
+    (
+        a.requests - b.requests,
+        a.cache_hits - b.cache_hits,
+        a.prompt_tokens - b.prompt_tokens,
+        a.completion_tokens - b.completion_tokens,
+    )
+}
+
+/// Segment scores as a map, keeping the highest score per segment.
+pub(crate) fn add_scored(s_add: &mut BTreeMap<usize, f32>, segment: usize, score: f32) {
+    let e = s_add.entry(segment).or_insert(score);
+    if score > *e {
+        *e = score;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_and_letters() {
+        let opts = vec!["Paris".to_string(), "Rome".to_string()];
+        assert_eq!(
+            with_options("Capital?", &opts),
+            "Capital?\nOptions:\n(A) Paris\n(B) Rome"
+        );
+        assert_eq!(option_letter("(B) Rome", 2), "B");
+        assert_eq!(option_letter("B", 2), "B");
+        assert_eq!(option_letter("The answer is A.", 2), "A");
+        assert_eq!(option_letter("Rome", 2), "Rome");
+        assert_eq!("kn".parse::<Method>().unwrap(), Method::Kn);
+        assert!("bfs".parse::<Method>().is_err());
+    }
+}

@@ -1,0 +1,406 @@
+//! Navigation with a scripted LLM and a deterministic bag-of-words embedder over a small
+//! hand-built memory: Algorithm 1 step by step, the window, GES and TE stopping rules.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use petgraph::stable_graph::StableDiGraph;
+use qrmem::embed::{EmbedError, Embedder};
+use qrmem::llm::{ChatRequest, LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
+use qrmem::navigate::{Method, Navigator, Options, Trace};
+use qrmem::prompts::Prompts;
+use qrmem::text::{count_tokens, Segment};
+
+/// Hashed bag of words, L2-normalised: texts sharing words score higher.
+struct Bow;
+impl Embedder for Bow {
+    fn model_id(&self) -> &str {
+        "bow"
+    }
+    fn dim(&self) -> usize {
+        256
+    }
+    fn normalized(&self) -> bool {
+        true
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 256];
+                for w in t
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() > 2)
+                {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+                    v[(h % 256) as usize] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+fn entity(name: &str, segments: &[usize]) -> Entity {
+    Entity {
+        name: name.into(),
+        kind: "other".into(),
+        mentions: [name.to_string()].into_iter().collect(),
+        segments: segments.iter().copied().collect(),
+        sources: [Source::Llm].into_iter().collect(),
+    }
+}
+
+/// Segments 0..=4 of `filler` words each; Alpha -(founded)- Beta -(..)- Delta; Alpha -(bananas)- Gamma.
+fn memory(filler: usize) -> Memory {
+    let texts = [
+        "Alpha is a person in the story.",
+        "Beta is the company that Alpha founded in the harbour town.",
+        "Gamma is a fruit stall where Alpha likes bananas.",
+        "Delta is the city where Beta has its headquarters.",
+        "Epsilon is unrelated.",
+    ];
+    let mut segments = Vec::new();
+    let mut pos = 0;
+    for (i, t) in texts.iter().enumerate() {
+        let text = format!("{t} {}\n", "word ".repeat(filler));
+        let tokens = count_tokens(&text);
+        segments.push(Segment {
+            index: i,
+            start: pos,
+            end: pos + text.len(),
+            text,
+            tokens,
+        });
+        pos = segments[i].end;
+    }
+    let mut g: StableDiGraph<Entity, Relation> = StableDiGraph::new();
+    let a = g.add_node(entity("Alpha", &[0, 1, 2]));
+    let b = g.add_node(entity("Beta", &[1, 3]));
+    let c = g.add_node(entity("Gamma", &[2]));
+    let d = g.add_node(entity("Delta", &[3]));
+    let rel = |d: &str, s: usize| Relation {
+        description: d.into(),
+        segments: [s].into_iter().collect(),
+        merged_from: 1,
+        helper_questions: vec![],
+    };
+    g.add_edge(a, b, rel("Alpha founded the company Beta", 1));
+    g.add_edge(a, c, rel("Alpha likes bananas from Gamma", 2));
+    g.add_edge(b, d, rel("Beta has its headquarters in Delta", 3));
+    // Alpha's own segments are {0}: the others come from navigation.
+    g[a].segments = [0].into_iter().collect();
+    Memory {
+        format: FORMAT.into(),
+        version: VERSION,
+        params: BuildParams {
+            segment_tokens: 600,
+            question_rouge_threshold: 0.6,
+            entity_similarity: 0.92,
+            graph_update: true,
+            open_entity: true,
+            max_relation_updates: 10,
+            summary_input_tokens: 3000,
+        },
+        model: "scripted".into(),
+        question: None,
+        document_sha256: String::new(),
+        document_chars: pos,
+        summary: String::new(),
+        segments,
+        graph: g,
+        questions: vec![],
+        failures: vec![],
+        stats: BuildStats::default(),
+        ledger: LedgerSnapshot::default(),
+        build_secs: 0.0,
+        vectors: None,
+    }
+}
+
+const QUESTION: &str = "Where does the company that Alpha founded have its headquarters?";
+
+fn prompt_of(r: &ChatRequest) -> String {
+    r.messages.last().unwrap().content.clone()
+}
+
+/// A responder: answerability replies come from `checks` in order (then -1 forever).
+fn responder(checks: Vec<&'static str>) -> impl Fn(&ChatRequest) -> Scripted + Send + Sync {
+    let checks = Mutex::new(
+        checks
+            .into_iter()
+            .collect::<std::collections::VecDeque<_>>(),
+    );
+    move |r: &ChatRequest| {
+        let p = prompt_of(r);
+        let reply = if p.contains("Extract the key entities named in the question") {
+            r#"{"entities": ["Alpha"]}"#.to_string()
+        } else if p.contains("If the answer CANNOT be inferred") {
+            checks
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(r#"{"reasoning": "The company's headquarters are not mentioned.", "action": -1, "answer": ""}"#)
+                .to_string()
+        } else if p.contains("Write one elaborated search query") {
+            r#"{"query": "headquarters of Beta, the company Alpha founded"}"#.to_string()
+        } else if p.contains("name the entities") {
+            r#"{"entities": ["Alpha", "Beta"]}"#.to_string()
+        } else if p.contains("give your best guess") {
+            r#"{"reasoning": "From the text.", "answer": "Delta"}"#.to_string()
+        } else {
+            return Scripted::Fail(format!("unexpected prompt {}", &p[..p.len().min(60)]));
+        };
+        Scripted::Reply(reply)
+    }
+}
+
+fn options(method: Method, window: usize, max_trials: usize) -> Options {
+    Options {
+        method,
+        context_window: window,
+        reply_tokens: 256,
+        max_trials,
+        ges_threshold: 0.3,
+        ges_max_iterations: 3,
+        reflection: true,
+        navigation: true,
+    }
+}
+
+async fn ask(m: &Memory, opts: Options, checks: Vec<&'static str>) -> (Trace, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(checks)));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm.clone(), None, policy);
+    let prompts = Prompts::load().unwrap();
+    let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone())
+        .ask(QUESTION, &[])
+        .await
+        .unwrap();
+    // The window: no prompt sent exceeds L with the reply budget.
+    for r in llm.received() {
+        let t = count_tokens(&prompt_of(&r));
+        assert!(
+            t + opts.reply_tokens <= opts.context_window,
+            "a prompt of {t} tokens exceeds L={}",
+            opts.context_window
+        );
+    }
+    (trace, llm)
+}
+
+const CANNOT: &str = r#"{"reasoning": "The text does not say which company Alpha founded or where it is.", "action": -1, "answer": ""}"#;
+const CANNOT_HQ: &str =
+    r#"{"reasoning": "The headquarters of Beta are not in the text.", "action": -1, "answer": ""}"#;
+const CAN: &str = r#"{"reasoning": "Beta is in Delta.", "action": -2, "answer": "Delta"}"#;
+
+#[tokio::test]
+async fn kn_follows_algorithm_1_and_stops_on_action_minus_2() {
+    let m = memory(5);
+    let (t, llm) = ask(
+        &m,
+        options(Method::Kn, 4096, 4),
+        vec![CANNOT, CANNOT_HQ, CAN],
+    )
+    .await;
+    let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "start",
+            "answerability",
+            "expand",
+            "answerability",
+            "expand",
+            "answerability"
+        ]
+    );
+    assert_eq!(t.start_entities, vec!["Alpha"]);
+    // Trial 1: of Alpha's edges, "founded the company" matches [Q; R; E] better than bananas.
+    let e1 = &t.steps[2];
+    assert!(
+        e1.chosen[0].text.contains("Alpha founded the company Beta"),
+        "{:?}",
+        e1.candidates
+    );
+    assert_eq!(e1.candidates.len(), 2);
+    assert_eq!(
+        e1.s_add.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        vec![1, 3],
+        "Beta's segments not in S_mix"
+    );
+    assert_eq!(t.steps[3].segments, vec![0, 1, 3]);
+    // Trial 2: from {Alpha, Beta}, the remaining adjacent edges are bananas (Gamma) and
+    // headquarters (Delta); the reflection R (Beta's headquarters) selects Delta, whose
+    // segment 3 is already in S_mix.
+    let e2 = &t.steps[4];
+    assert!(
+        e2.chosen[0].text.contains("headquarters in Delta"),
+        "{:?}",
+        e2.candidates
+    );
+    assert!(t.answered);
+    assert_eq!(t.answer, "Delta");
+    assert_eq!(
+        llm.received().len(),
+        1 + 3,
+        "question entities + three checks, no final answer call"
+    );
+    assert_eq!(t.requests, 4);
+}
+
+#[tokio::test]
+async fn kn_respects_max_trials_then_answers_from_the_final_mix() {
+    let m = memory(5);
+    let (t, llm) = ask(&m, options(Method::Kn, 4096, 2), vec![]).await;
+    let checks = t.steps.iter().filter(|s| s.kind == "answerability").count();
+    let expands = t.steps.iter().filter(|s| s.kind == "expand").count();
+    assert_eq!(
+        (checks, expands),
+        (3, 2),
+        "max_trials + 1 checks, max_trials expansions"
+    );
+    assert_eq!(t.steps.last().unwrap().kind, "answer");
+    assert!(!t.answered);
+    assert_eq!(t.answer, "Delta");
+    assert_eq!(llm.received().len(), 1 + 3 + 1);
+}
+
+#[tokio::test]
+async fn kn_window_keeps_the_best_scored_added_segments() {
+    // Segments of ~300 tokens; a window that fits the prompt and two of them.
+    let m = memory(300);
+    let seg = m.segments[1].tokens;
+    let prompts = Prompts::load().unwrap();
+    let overhead = count_tokens(
+        &prompts
+            .render(
+                qrmem::prompts::PromptId::Answerability,
+                &[("segments", ""), ("question", QUESTION)],
+            )
+            .unwrap(),
+    );
+    let window = overhead + 256 + 16 + 2 * (seg + 1) + 20;
+    let (t, _) = ask(&m, options(Method::Kn, window, 2), vec![]).await;
+    for s in &t.steps {
+        assert!(s.segments.len() <= 2, "{:?}", s.segments);
+    }
+    // Trial 1 adds Beta's segments 1 and 3 with one score; only one fits beside S_imp.
+    let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
+    assert_eq!(e1.s_add.len(), 1, "{:?}", e1.s_add);
+    assert!(e1.note.contains("window dropped"), "{}", e1.note);
+    // S_imp (segment 0) is always kept.
+    assert!(t
+        .steps
+        .iter()
+        .filter(|s| s.kind == "answerability")
+        .all(|s| s.segments.contains(&0)));
+}
+
+#[tokio::test]
+async fn no_navigation_answers_from_s_imp() {
+    let m = memory(5);
+    let mut o = options(Method::Kn, 4096, 4);
+    o.navigation = false;
+    let (t, llm) = ask(&m, o, vec![]).await;
+    assert_eq!(t.steps.iter().filter(|s| s.kind == "expand").count(), 0);
+    assert_eq!(t.final_segments, vec![0]);
+    assert_eq!(llm.received().len(), 3);
+}
+
+#[tokio::test]
+async fn ges_stops_when_no_edge_passes_the_threshold() {
+    let m = memory(5);
+    let mut o = options(Method::Ges, 4096, 4);
+    o.ges_threshold = 0.99;
+    let (t, llm) = ask(&m, o, vec![]).await;
+    let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, vec!["start", "ges_expand", "elaborate", "answer"]);
+    assert!(t.steps[1].chosen.is_empty() && t.steps[1].candidates.len() == 2);
+    assert_eq!(t.steps[1].entities, vec!["Alpha"]);
+    assert_eq!(llm.received().len(), 3, "entities, elaborate, answer");
+    // A low threshold expands until nothing new is adjacent.
+    let mut o = options(Method::Ges, 4096, 4);
+    o.ges_threshold = -1.0;
+    let (t, _) = ask(&m, o, vec![]).await;
+    let expands: Vec<_> = t.steps.iter().filter(|s| s.kind == "ges_expand").collect();
+    assert_eq!(expands[0].entities, vec!["Alpha", "Beta", "Gamma"]);
+    assert!(
+        expands
+            .last()
+            .unwrap()
+            .note
+            .contains("no adjacent entities left")
+            || expands.len() == 3
+    );
+    assert!(t
+        .steps
+        .iter()
+        .any(|s| s.entities.contains(&"Delta".to_string())));
+}
+
+#[tokio::test]
+async fn te_updates_entities_and_stops_at_the_window_limit() {
+    let m = memory(5);
+    let (t, _) = ask(&m, options(Method::Te, 4096, 4), vec![CANNOT, CAN]).await;
+    let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec!["start", "answerability", "te_update", "answerability"]
+    );
+    assert_eq!(
+        t.steps[3].segments,
+        vec![0, 1, 3],
+        "Alpha's and Beta's segments"
+    );
+    assert!(t.answered);
+
+    // Window for one 300-token segment: Alpha + Beta's segments do not fit -> stop, answer.
+    let m = memory(300);
+    let prompts = Prompts::load().unwrap();
+    let overhead = count_tokens(
+        &prompts
+            .render(
+                qrmem::prompts::PromptId::Answerability,
+                &[("segments", ""), ("question", QUESTION)],
+            )
+            .unwrap(),
+    );
+    let window = overhead + 256 + 16 + m.segments[0].tokens + 30;
+    let (t, llm) = ask(&m, options(Method::Te, window, 4), vec![]).await;
+    let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "start",
+            "answerability",
+            "te_update",
+            "answerability",
+            "answer"
+        ]
+    );
+    assert!(
+        t.steps[3].note.contains("window full"),
+        "{}",
+        t.steps[3].note
+    );
+    let te_calls = llm
+        .received()
+        .iter()
+        .filter(|r| prompt_of(r).contains("name the entities"))
+        .count();
+    assert_eq!(te_calls, 1);
+    let used: BTreeSet<usize> = t.segments_used.iter().copied().collect();
+    assert!(used.contains(&0));
+}
