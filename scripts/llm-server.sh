@@ -2,14 +2,14 @@
 # Starts, stops or reports the local llama.cpp server that qrmem uses by default.
 #
 # Usage: scripts/llm-server.sh start|stop|status|restart [--model 0.5b|1.5b|135m] [--port 8080]
-#                              [--np 1] [--ctx 4096] [--threads 2]
+#                              [--np 1] [--ctx 8192] [--threads 2]
 # start waits until GET /health answers 200 (up to 180 s) and serves the model under the name
 # qrmem's configuration expects (qwen2.5-coder-0.5b-instruct, ...). Install first with
 # scripts/setup-local-llm.sh. The pid and log live in ${QRMEM_CACHE:-~/.cache/qrmem}/run/.
 set -euo pipefail
 
 cmd="${1:-}"; [ $# -gt 0 ] && shift
-MODEL=0.5b PORT=8080 NP=1 CTX=4096 THREADS="$(nproc)"
+MODEL=0.5b PORT=8080 NP=1 CTX=8192 THREADS="$(nproc)"
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL="$2"; shift 2 ;;

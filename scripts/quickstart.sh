@@ -2,14 +2,15 @@
 # The main job on the local default: installs the local LLM and the embedder (first run ~12 min,
 # cached after),
 # builds qrmem, starts the server if it is not running, answers the question in
-# data/sample/question.txt over data/sample/velden.txt, prints the reply and the ledger, and stops
-# the server again if it started it.
+# data/sample/question.txt over data/sample/velden.txt with `qrmem ask --doc` (memory
+# construction, then QRMeM-KN navigation), prints the answer, the trace summary and the ledger,
+# and stops the server again if it started it.
 #
-# Usage: scripts/quickstart.sh [--model 0.5b|1.5b|135m]
+# Usage: scripts/quickstart.sh [--model 0.5b|1.5b|135m] [more qrmem ask flags, e.g. --method ges]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=0.5b
-[ "${1:-}" = "--model" ] && MODEL="${2:?--model needs 0.5b, 1.5b or 135m}"
+if [ "${1:-}" = "--model" ]; then MODEL="${2:?--model needs 0.5b, 1.5b or 135m}"; shift 2; fi
 
 scripts/setup-local-llm.sh --model "$MODEL" >/dev/null
 scripts/setup-embedder.sh
@@ -29,11 +30,7 @@ trap cleanup EXIT
 case "$MODEL" in
   0.5b) NAME=qwen2.5-coder-0.5b-instruct ;; 1.5b) NAME=qwen2.5-coder-1.5b-instruct ;; 135m) NAME=smollm2-135m-instruct ;;
 esac
-prompt=$(python3 - prompts/quickstart.txt data/sample/velden.txt data/sample/question.txt <<'PY'
-import sys
-template, doc, q = (open(p, encoding="utf-8").read() for p in sys.argv[1:4])
-print(template.replace("{document}", doc.strip()).replace("{question}", q.strip()))
-PY
-)
 echo "[quickstart] question: $(cat data/sample/question.txt)" >&2
-printf '%s' "$prompt" | "$BIN" --llm-base-url "http://127.0.0.1:$PORT/v1" --llm-model "$NAME" chat --stage answer -
+# 150-token segments: the two-paragraph sample becomes two segments, so the answer needs a hop.
+"$BIN" --llm-base-url "http://127.0.0.1:$PORT/v1" --llm-model "$NAME" ask \
+  --doc data/sample/velden.txt --question "$(cat data/sample/question.txt)" --segment-tokens 150 "$@"

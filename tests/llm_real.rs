@@ -200,3 +200,37 @@ fn build_links_the_bridge_entity_to_both_paragraphs() {
     }
     assert!(!m.summary.is_empty() || m.failures.iter().any(|f| f.step == "summary"));
 }
+
+/// One reply cache for this test binary: `ask --doc` reuses the replies of the build test.
+fn shared_cache() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("qrmem-llm-real-cache-{}", std::process::id()))
+}
+
+#[test]
+fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.json");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["ask", "--doc", &format!("{root}/data/sample/velden.txt"), "--question", question.trim()])
+        .args(["--segment-tokens", "150", "--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--cache-dir")
+        .arg(shared_cache())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty(), "an answer is printed");
+    assert!(stderr.contains("method kn") && stderr.contains("LLM ledger"), "{stderr}");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    assert_eq!(trace["answer"].as_str().unwrap().trim(), stdout.trim());
+    let used: Vec<u64> = trace["segments_used"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert!(used.contains(&0) && used.contains(&1), "both supporting paragraphs: {used:?}\n{stderr}");
+    assert!(trace["steps"].as_array().unwrap().len() >= 3);
+}

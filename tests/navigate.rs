@@ -404,3 +404,16 @@ async fn te_updates_entities_and_stops_at_the_window_limit() {
     let used: BTreeSet<usize> = t.segments_used.iter().copied().collect();
     assert!(used.contains(&0));
 }
+
+#[tokio::test]
+async fn kn_falls_back_on_co_occurring_entities_when_no_relation_edge_leaves_e() {
+    let mut m = memory(5);
+    m.graph.clear_edges();
+    let beta = m.find_entity("Beta").unwrap();
+    m.graph[beta].segments.insert(0);
+    let (t, _) = ask(&m, options(Method::Kn, 4096, 4), vec![CANNOT, CAN]).await;
+    let e = t.steps.iter().find(|s| s.kind == "expand").unwrap();
+    assert!(e.note.contains("co-occurring Beta"), "{}", e.note);
+    assert_eq!(t.steps.iter().filter(|s| s.kind == "answerability").last().unwrap().segments, vec![0, 1, 3]);
+    assert!(t.answered);
+}

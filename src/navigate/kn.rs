@@ -55,14 +55,57 @@ impl Navigator<'_> {
                     }
                 }
             }
+            // 10: S <- Similarity([Q; R; E_s], R); 11: e <- the best.
+            let query = if self.opts.reflection {
+                format!(
+                    "{}\n{}\n{}",
+                    run.question,
+                    reason,
+                    self.names(&entities).join("; ")
+                )
+            } else {
+                run.question.clone()
+            };
             if edges.is_empty() {
-                run.push(Step {
-                    kind: "expand".into(),
-                    entities: self.names(&entities),
-                    note: "no adjacent entities left".into(),
-                    ..Step::default()
-                });
-                break;
+                // No relation edge leaves E: fall back on the entity-segment links, taking the
+                // entities named in S_mix as adjacent.
+                match self.cooccurrence_step(&query, &entities, &s_mix)? {
+                    Some((node, text, score, candidates)) => {
+                        entities.insert(node);
+                        let mut new_segments = Vec::new();
+                        for &s in &self.memory.graph[node].segments {
+                            if !s_mix.contains(&s) {
+                                add_scored(&mut s_add, s, score);
+                                new_segments.push(s);
+                            }
+                        }
+                        self.keep_in_window(run, &s_imp, &mut s_add)?;
+                        trials += 1;
+                        run.push(Step {
+                            kind: "expand".into(),
+                            entities: self.names(&entities),
+                            candidates,
+                            chosen: vec![ScoredEdge { text, score }],
+                            s_add: sorted(&s_add),
+                            reason,
+                            note: format!(
+                                "trial {trials}: no relation edges; co-occurring {} -> new segments {new_segments:?}",
+                                self.memory.graph[node].name
+                            ),
+                            ..Step::default()
+                        });
+                        continue;
+                    }
+                    None => {
+                        run.push(Step {
+                            kind: "expand".into(),
+                            entities: self.names(&entities),
+                            note: "no adjacent entities left".into(),
+                            ..Step::default()
+                        });
+                        break;
+                    }
+                }
             }
             // 10: S <- Similarity([Q; R; E_s], R); 11: e <- the best.
             let query = if self.opts.reflection {
@@ -136,6 +179,90 @@ impl Navigator<'_> {
         let add = sorted(&s_add);
         self.final_answer(run, &s_imp, &add, "answered from the final S_mix")
             .await
+    }
+
+    /// Lines 17-19: filters S_add by score to what fits the window beside S_imp; returns the
+    /// segments dropped.
+    fn keep_in_window(
+        &self,
+        run: &Run,
+        s_imp: &[usize],
+        s_add: &mut BTreeMap<usize, f32>,
+    ) -> Result<Vec<usize>, NavigateError> {
+        let (_, shown) = self.window().fit(
+            self.prompts,
+            PromptId::Answerability,
+            &run.question,
+            self.memory,
+            s_imp,
+            &sorted(s_add),
+        )?;
+        let dropped: Vec<usize> = s_add
+            .keys()
+            .copied()
+            .filter(|s| !shown.contains(s))
+            .collect();
+        for s in &dropped {
+            s_add.remove(s);
+        }
+        Ok(dropped)
+    }
+
+    /// The co-occurrence fallback: entities (not numbers or dates) named in S_mix's segments,
+    /// scored by the query's similarity to "name: its relations". Returns the best one, its text,
+    /// score and the top candidates.
+    #[allow(clippy::type_complexity)]
+    fn cooccurrence_step(
+        &self,
+        query: &str,
+        entities: &BTreeSet<NodeIndex>,
+        s_mix: &BTreeSet<usize>,
+    ) -> Result<Option<(NodeIndex, String, f32, Vec<ScoredEdge>)>, NavigateError> {
+        let g = &self.memory.graph;
+        let candidates: Vec<NodeIndex> = g
+            .node_indices()
+            .filter(|n| !entities.contains(n))
+            .filter(|&n| g[n].kind != "number" && g[n].kind != "time")
+            .filter(|&n| g[n].segments.iter().any(|s| s_mix.contains(s)))
+            .filter(|&n| g[n].segments.iter().any(|s| !s_mix.contains(s)))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let texts: Vec<String> = candidates
+            .iter()
+            .map(|&n| {
+                let rels: Vec<String> = self
+                    .memory
+                    .neighbours(n)
+                    .iter()
+                    .map(|(_, e)| g[*e].description.clone())
+                    .collect();
+                if rels.is_empty() {
+                    g[n].name.clone()
+                } else {
+                    format!("{}: {}", g[n].name, rels.join(" "))
+                }
+            })
+            .collect();
+        let mut all: Vec<&str> = vec![query];
+        all.extend(texts.iter().map(String::as_str));
+        let v = self.embedder.embed(&all)?;
+        let mut scored: Vec<(usize, f32)> = (0..candidates.len())
+            .map(|i| (i, crate::embed::dot(&v[0], &v[i + 1])))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let top = scored
+            .iter()
+            .take(5)
+            .map(|&(i, s)| ScoredEdge {
+                text: texts[i].clone(),
+                score: s,
+            })
+            .collect();
+        Ok(scored
+            .first()
+            .map(|&(i, s)| (candidates[i], texts[i].clone(), s, top)))
     }
 
     /// The answerability check on S_mix = S_imp u S_add, fitted to the window.

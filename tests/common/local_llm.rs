@@ -112,7 +112,7 @@ fn start() -> Option<LocalLlm> {
         .arg(&server)
         .args(["-m"])
         .arg(&model)
-        .args(["-c", "4096", "-np", "1", "-t", &threads, "--host", "127.0.0.1", "--port"])
+        .args(["-c", "8192", "-np", "1", "-t", &threads, "--host", "127.0.0.1", "--port"])
         .arg(port.to_string())
         .args(["--alias", alias, "--no-webui"])
         .stdin(Stdio::piped())
