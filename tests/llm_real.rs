@@ -215,8 +215,21 @@ fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
     let root = env!("CARGO_MANIFEST_DIR");
     let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .args(["ask", "--doc", &format!("{root}/data/sample/velden.txt"), "--question", question.trim()])
-        .args(["--segment-tokens", "150", "--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .args([
+            "ask",
+            "--doc",
+            &format!("{root}/data/sample/velden.txt"),
+            "--question",
+            question.trim(),
+        ])
+        .args([
+            "--segment-tokens",
+            "150",
+            "--llm-base-url",
+            &llm.base_url,
+            "--llm-model",
+            &llm.model,
+        ])
         .arg("--trace")
         .arg(&trace_path)
         .arg("--cache-dir")
@@ -227,10 +240,22 @@ fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(!stdout.trim().is_empty(), "an answer is printed");
-    assert!(stderr.contains("method kn") && stderr.contains("LLM ledger"), "{stderr}");
-    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    assert!(
+        stderr.contains("method kn") && stderr.contains("LLM ledger"),
+        "{stderr}"
+    );
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
     assert_eq!(trace["answer"].as_str().unwrap().trim(), stdout.trim());
-    let used: Vec<u64> = trace["segments_used"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-    assert!(used.contains(&0) && used.contains(&1), "both supporting paragraphs: {used:?}\n{stderr}");
+    let used: Vec<u64> = trace["segments_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(
+        used.contains(&0) && used.contains(&1),
+        "both supporting paragraphs: {used:?}\n{stderr}"
+    );
     assert!(trace["steps"].as_array().unwrap().len() >= 3);
 }

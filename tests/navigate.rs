@@ -414,6 +414,13 @@ async fn kn_falls_back_on_co_occurring_entities_when_no_relation_edge_leaves_e()
     let (t, _) = ask(&m, options(Method::Kn, 4096, 4), vec![CANNOT, CAN]).await;
     let e = t.steps.iter().find(|s| s.kind == "expand").unwrap();
     assert!(e.note.contains("co-occurring Beta"), "{}", e.note);
-    assert_eq!(t.steps.iter().filter(|s| s.kind == "answerability").last().unwrap().segments, vec![0, 1, 3]);
+    assert_eq!(
+        t.steps
+            .iter()
+            .rfind(|s| s.kind == "answerability")
+            .unwrap()
+            .segments,
+        vec![0, 1, 3]
+    );
     assert!(t.answered);
 }

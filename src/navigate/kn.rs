@@ -66,63 +66,43 @@ impl Navigator<'_> {
             } else {
                 run.question.clone()
             };
-            if edges.is_empty() {
-                // No relation edge leaves E: fall back on the entity-segment links, taking the
-                // entities named in S_mix as adjacent.
-                match self.cooccurrence_step(&query, &entities, &s_mix)? {
-                    Some((node, text, score, candidates)) => {
-                        entities.insert(node);
-                        let mut new_segments = Vec::new();
-                        for &s in &self.memory.graph[node].segments {
-                            if !s_mix.contains(&s) {
-                                add_scored(&mut s_add, s, score);
-                                new_segments.push(s);
-                            }
-                        }
-                        self.keep_in_window(run, &s_imp, &mut s_add)?;
-                        trials += 1;
-                        run.push(Step {
-                            kind: "expand".into(),
-                            entities: self.names(&entities),
+            // 11: e <- the best; with no relation edge leaving E, fall back on the
+            // entity-segment links: the entities named in S_mix count as adjacent.
+            let pick = if edges.is_empty() {
+                self.cooccurrence_step(&query, &entities, &s_mix)?.map(
+                    |(node, text, score, candidates)| {
+                        (
+                            node,
+                            ScoredEdge { text, score },
                             candidates,
-                            chosen: vec![ScoredEdge { text, score }],
-                            s_add: sorted(&s_add),
-                            reason,
-                            note: format!(
-                                "trial {trials}: no relation edges; co-occurring {} -> new segments {new_segments:?}",
-                                self.memory.graph[node].name
-                            ),
-                            ..Step::default()
-                        });
-                        continue;
-                    }
-                    None => {
-                        run.push(Step {
-                            kind: "expand".into(),
-                            entities: self.names(&entities),
-                            note: "no adjacent entities left".into(),
-                            ..Step::default()
-                        });
-                        break;
-                    }
-                }
-            }
-            // 10: S <- Similarity([Q; R; E_s], R); 11: e <- the best.
-            let query = if self.opts.reflection {
-                format!(
-                    "{}\n{}\n{}",
-                    run.question,
-                    reason,
-                    self.names(&entities).join("; ")
+                            "no relation edges; co-occurring",
+                        )
+                    },
                 )
             } else {
-                run.question.clone()
+                let scored = crate::embed::score_edges(self.embedder, self.memory, &query, &edges)?;
+                let text = |e: EdgeIndex, s: f32| ScoredEdge {
+                    text: self.memory.edge_text(e).unwrap_or_default(),
+                    score: s,
+                };
+                scored.first().and_then(|&(best, score)| {
+                    other_end.get(&best).map(|&node| {
+                        (
+                            node,
+                            text(best, score),
+                            scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
+                            "added",
+                        )
+                    })
+                })
             };
-            let scored = crate::embed::score_edges(self.embedder, self.memory, &query, &edges)?;
-            let Some(&(best, score)) = scored.first() else {
-                break;
-            };
-            let Some(&node) = other_end.get(&best) else {
+            let Some((node, chosen, candidates, how)) = pick else {
+                run.push(Step {
+                    kind: "expand".into(),
+                    entities: self.names(&entities),
+                    note: "no adjacent entities left".into(),
+                    ..Step::default()
+                });
                 break;
             };
             // 12: E <- E u {e}; 13-14: S_add <- S_add u (S_new \ S_mix), with the score.
@@ -130,48 +110,30 @@ impl Navigator<'_> {
             let mut new_segments = Vec::new();
             for &s in &self.memory.graph[node].segments {
                 if !s_mix.contains(&s) {
-                    add_scored(&mut s_add, s, score);
+                    add_scored(&mut s_add, s, chosen.score);
                     new_segments.push(s);
                 }
             }
             // 17-19: keep S_add within the window, by score.
-            let (_, shown) = self.window().fit(
-                self.prompts,
-                PromptId::Answerability,
-                &run.question,
-                self.memory,
-                &s_imp,
-                &sorted(&s_add),
-            )?;
-            let dropped: Vec<usize> = s_add
-                .keys()
-                .copied()
-                .filter(|s| !shown.contains(s))
-                .collect();
-            for s in &dropped {
-                s_add.remove(s);
-            }
+            let dropped = self.keep_in_window(run, &s_imp, &mut s_add)?;
             trials += 1;
-            let text = |e: EdgeIndex, s: f32| ScoredEdge {
-                text: self.memory.edge_text(e).unwrap_or_default(),
-                score: s,
-            };
+            let note = format!(
+                "trial {trials}: {how} {} -> new segments {new_segments:?}{}",
+                self.memory.graph[node].name,
+                if dropped.is_empty() {
+                    String::new()
+                } else {
+                    format!(", window dropped {dropped:?}")
+                }
+            );
             run.push(Step {
                 kind: "expand".into(),
                 entities: self.names(&entities),
-                candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
-                chosen: vec![text(best, score)],
+                candidates,
+                chosen: vec![chosen],
                 s_add: sorted(&s_add),
                 reason,
-                note: format!(
-                    "trial {trials}: added {} -> new segments {new_segments:?}{}",
-                    self.memory.graph[node].name,
-                    if dropped.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", window dropped {dropped:?}")
-                    }
-                ),
+                note,
                 ..Step::default()
             });
         }
