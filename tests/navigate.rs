@@ -223,6 +223,7 @@ async fn kn_follows_algorithm_1_and_stops_on_action_minus_2() {
             "expand",
             "answerability",
             "expand",
+            "expand",
             "answerability"
         ]
     );

@@ -18,15 +18,32 @@ impl Navigator<'_> {
         let mut s_add: BTreeMap<usize, f32> = BTreeMap::new();
         let mut entities = start.clone();
         let mut trials = 0usize;
+        let mut last: Option<(Vec<usize>, Check)> = None;
         loop {
-            // 2/16: S_mix <- S_imp u S_add; 4: can the LLM answer Q with S_mix?
+            // 2/16: S_mix <- S_imp u S_add; 4: can the LLM answer Q with S_mix? When the
+            // segments shown are those of the previous check, its verdict stands (the same prompt
+            // at temperature 0): no request is spent on it.
             let add = sorted(&s_add);
-            let step = Step {
-                entities: self.names(&entities),
-                s_add: add.clone(),
-                ..Step::default()
+            let (_, shown) = self.window().fit(
+                self.prompts,
+                PromptId::Answerability,
+                &run.question,
+                self.memory,
+                &s_imp,
+                &add,
+            )?;
+            let check = match last.take() {
+                Some((prev, check)) if prev == shown => check,
+                _ => {
+                    let step = Step {
+                        entities: self.names(&entities),
+                        s_add: add.clone(),
+                        ..Step::default()
+                    };
+                    self.answerability(run, step, &shown).await?
+                }
             };
-            let check = self.answerability_mix(run, step, &s_imp, &add).await?;
+            last = Some((shown, check.clone()));
             if check.answered {
                 return Ok(Check {
                     answered: true,
@@ -225,25 +242,6 @@ impl Navigator<'_> {
         Ok(scored
             .first()
             .map(|&(i, s)| (candidates[i], texts[i].clone(), s, top)))
-    }
-
-    /// The answerability check on S_mix = S_imp u S_add, fitted to the window.
-    async fn answerability_mix(
-        &self,
-        run: &mut Run,
-        step: Step,
-        s_imp: &[usize],
-        add: &[(usize, f32)],
-    ) -> Result<Check, NavigateError> {
-        let (_, shown) = self.window().fit(
-            self.prompts,
-            PromptId::Answerability,
-            &run.question,
-            self.memory,
-            s_imp,
-            add,
-        )?;
-        self.answerability(run, step, &shown).await
     }
 }
 

@@ -225,6 +225,7 @@ struct FinalAnswer {
 }
 
 /// The outcome of an answerability check.
+#[derive(Clone)]
 pub(crate) struct Check {
     pub answered: bool,
     pub answer: String,
