@@ -5,6 +5,7 @@ pub mod config;
 pub mod doctor;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod llm;
 pub mod memory;
 pub mod navigate;

@@ -1,0 +1,364 @@
+//! Dataset loaders: HotpotQA (distractor JSON), LongBench (jsonl), L-Eval (jsonl: QuALITY
+//! multiple choice, Qasper open answers) and QuALITY's own flattened jsonl. Every loader returns
+//! plain [`QaItem`]s; a malformed file is an error naming the file, the line and the problem.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[error("dataset {path}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+pub struct DatasetError {
+    pub path: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// One question over one document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QaItem {
+    pub id: String,
+    /// hotpotqa, longbench-hotpotqa, 2wikimqa, musique, quality, qasper, ...
+    pub dataset: String,
+    pub context: String,
+    pub question: String,
+    /// Multiple-choice options (empty for open questions).
+    pub options: Vec<String>,
+    /// Gold answers (open questions), or the gold option's text.
+    pub answers: Vec<String>,
+    /// The gold option letter (multiple choice).
+    pub gold_letter: Option<String>,
+    /// Titles of the supporting paragraphs, where the dataset gives them.
+    pub supporting: Vec<String>,
+}
+
+fn err(path: &Path, line: Option<usize>, message: impl Into<String>) -> DatasetError {
+    DatasetError {
+        path: path.display().to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+fn read(path: &Path) -> Result<String, DatasetError> {
+    std::fs::read_to_string(path).map_err(|e| err(path, None, format!("cannot read: {e}")))
+}
+
+/// The JSON values of a jsonl file, with their line numbers (blank lines skipped).
+fn jsonl(path: &Path) -> Result<Vec<(usize, Value)>, DatasetError> {
+    let text = read(path)?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| err(path, Some(i + 1), format!("not JSON: {e}")))?;
+        out.push((i + 1, v));
+    }
+    Ok(out)
+}
+
+fn str_field(
+    v: &Value,
+    key: &str,
+    path: &Path,
+    line: Option<usize>,
+) -> Result<String, DatasetError> {
+    match v.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        Some(_) => Err(err(path, line, format!("field \"{key}\" is not a string"))),
+        None => Err(err(path, line, format!("missing field \"{key}\""))),
+    }
+}
+
+/// Renders paragraphs as LongBench does: `Passage i:\n{title}\n{text}`, blank-line separated.
+pub fn render_passages(paragraphs: &[(String, String)]) -> String {
+    paragraphs
+        .iter()
+        .enumerate()
+        .map(|(i, (title, text))| format!("Passage {}:\n{}\n{}", i + 1, title, text))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// One HotpotQA paragraph: its title and sentences.
+#[derive(Clone, Debug, Deserialize)]
+pub struct HotpotParagraph(pub String, pub Vec<String>);
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct HotpotRaw {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub question: String,
+    pub answer: String,
+    pub context: Vec<HotpotParagraph>,
+    #[serde(default)]
+    pub supporting_facts: Vec<(String, i64)>,
+    #[serde(default, rename = "type")]
+    pub kind: String,
+}
+
+/// The raw HotpotQA items (for the LongBench-style generator).
+pub fn load_hotpot_raw(path: &Path) -> Result<Vec<HotpotRaw>, DatasetError> {
+    serde_json::from_str(&read(path)?).map_err(|e| {
+        err(
+            path,
+            Some(e.line()),
+            format!("not HotpotQA distractor JSON: {e}"),
+        )
+    })
+}
+
+/// HotpotQA distractor JSON: the 10 paragraphs rendered as passages.
+pub fn load_hotpot(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
+    Ok(load_hotpot_raw(path)?
+        .into_iter()
+        .map(|r| {
+            let paragraphs: Vec<(String, String)> = r
+                .context
+                .iter()
+                .map(|p| (p.0.clone(), p.1.concat()))
+                .collect();
+            let mut supporting: Vec<String> =
+                r.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
+            supporting.dedup();
+            QaItem {
+                id: r.id,
+                dataset: "hotpotqa".into(),
+                context: render_passages(&paragraphs),
+                question: r.question,
+                options: vec![],
+                answers: vec![r.answer],
+                gold_letter: None,
+                supporting,
+            }
+        })
+        .collect())
+}
+
+/// LongBench jsonl (`input, context, answers, _id, length, dataset`).
+pub fn load_longbench(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
+    jsonl(path)?
+        .into_iter()
+        .map(|(line, v)| {
+            let l = Some(line);
+            let answers = v
+                .get("answers")
+                .and_then(|a| a.as_array())
+                .ok_or_else(|| err(path, l, "missing list field \"answers\""))?
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| err(path, l, "an answer is not a string"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(QaItem {
+                id: str_field(&v, "_id", path, l)?,
+                dataset: v
+                    .get("dataset")
+                    .and_then(|d| d.as_str())
+                    .unwrap_or("longbench")
+                    .to_string(),
+                context: str_field(&v, "context", path, l)?,
+                question: str_field(&v, "input", path, l)?,
+                options: vec![],
+                answers,
+                gold_letter: None,
+                supporting: vec![],
+            })
+        })
+        .collect()
+}
+
+fn option_line() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"^\s*\(([A-Z])\)\s*(.*)$").ok())
+        .as_ref()
+}
+
+/// Splits an L-Eval multiple-choice instruction into the question and its options.
+fn split_options(instruction: &str) -> (String, Vec<String>) {
+    let mut question = Vec::new();
+    let mut options = Vec::new();
+    for line in instruction.lines() {
+        match option_line().and_then(|r| r.captures(line)) {
+            Some(c) => options.push(
+                c.get(2)
+                    .map(|m| m.as_str().trim().to_string())
+                    .unwrap_or_default(),
+            ),
+            None if options.is_empty() => question.push(line),
+            None => {}
+        }
+    }
+    (question.join("\n").trim().to_string(), options)
+}
+
+/// L-Eval jsonl: one article per line with its `instructions` and `outputs`. With options in the
+/// instructions (QuALITY) the gold is the option letter of the output "(C) ..."; otherwise
+/// (Qasper) the output is the gold answer.
+pub fn load_leval(path: &Path, dataset: &str) -> Result<Vec<QaItem>, DatasetError> {
+    let mut items = Vec::new();
+    for (line, v) in jsonl(path)? {
+        let l = Some(line);
+        let context = str_field(&v, "input", path, l)?;
+        let list = |key: &str| -> Result<Vec<String>, DatasetError> {
+            v.get(key)
+                .and_then(|a| a.as_array())
+                .ok_or_else(|| err(path, l, format!("missing list field \"{key}\"")))?
+                .iter()
+                .map(|x| {
+                    x.as_str().map(str::to_string).ok_or_else(|| {
+                        err(path, l, format!("an entry of \"{key}\" is not a string"))
+                    })
+                })
+                .collect()
+        };
+        let (instructions, outputs) = (list("instructions")?, list("outputs")?);
+        if instructions.len() != outputs.len() {
+            return Err(err(
+                path,
+                l,
+                format!(
+                    "{} instructions but {} outputs",
+                    instructions.len(),
+                    outputs.len()
+                ),
+            ));
+        }
+        for (q, (instruction, output)) in instructions.iter().zip(&outputs).enumerate() {
+            let (question, options) = split_options(instruction);
+            let gold_letter = if options.is_empty() {
+                None
+            } else {
+                let letter = option_line()
+                    .and_then(|r| r.captures(output.trim()))
+                    .and_then(|c| c.get(1))
+                    .map(|m| m.as_str().to_string());
+                Some(letter.ok_or_else(|| {
+                    err(
+                        path,
+                        l,
+                        format!("output {} has no option letter: {output:?}", q + 1),
+                    )
+                })?)
+            };
+            items.push(QaItem {
+                id: format!("{dataset}-{line}-{q}"),
+                dataset: dataset.to_string(),
+                context: context.clone(),
+                question,
+                options,
+                answers: vec![output.clone()],
+                gold_letter,
+                supporting: vec![],
+            });
+        }
+    }
+    Ok(items)
+}
+
+fn tags() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"<[^>]*>").ok()).as_ref()
+}
+
+/// QuALITY's own flattened jsonl (`article` as HTML lines, `question{k}`,
+/// `question{k}option{1..4}`, `question{k}_gold_label` 1-based).
+pub fn load_quality_flat(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
+    let mut items = Vec::new();
+    for (line, v) in jsonl(path)? {
+        let l = Some(line);
+        let html: String = match v.get("article") {
+            Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.as_str()).collect(),
+            Some(Value::String(s)) => s.clone(),
+            _ => return Err(err(path, l, "missing field \"article\"")),
+        };
+        let text = match tags() {
+            Some(r) => r.replace_all(&html, "").into_owned(),
+            None => html,
+        };
+        let context = text
+            .lines()
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let uid = str_field(&v, "unique_id", path, l)
+            .or_else(|_| str_field(&v, "article_id", path, l))?;
+        for k in 1.. {
+            let Some(q) = v.get(format!("question{k}")).and_then(|q| q.as_str()) else {
+                break;
+            };
+            let options: Vec<String> = (1..=4)
+                .map_while(|o| {
+                    v.get(format!("question{k}option{o}"))
+                        .and_then(|x| x.as_str())
+                        .map(str::to_string)
+                })
+                .collect();
+            let gold = v
+                .get(format!("question{k}_gold_label"))
+                .and_then(|g| g.as_u64());
+            let gold_letter = match gold {
+                Some(g) if g >= 1 && (g as usize) <= options.len() => {
+                    Some(((b'A' + (g - 1) as u8) as char).to_string())
+                }
+                Some(g) => {
+                    return Err(err(
+                        path,
+                        l,
+                        format!("question{k}_gold_label {g} is not an option"),
+                    ))
+                }
+                None => None,
+            };
+            items.push(QaItem {
+                id: format!("{uid}-q{k}"),
+                dataset: "quality".into(),
+                context: context.clone(),
+                question: q.to_string(),
+                answers: gold
+                    .and_then(|g| options.get(g as usize - 1).cloned())
+                    .into_iter()
+                    .collect(),
+                options,
+                gold_letter,
+                supporting: vec![],
+            });
+        }
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_split_from_instructions() {
+        let (q, o) = split_options("How did Ninon fare?\n\n (A) He died\n (B) He became youthful\n (C) Particles\n (D) Landed");
+        assert_eq!(q, "How did Ninon fare?");
+        assert_eq!(
+            o,
+            vec!["He died", "He became youthful", "Particles", "Landed"]
+        );
+        assert_eq!(
+            split_options("What is the main finding?"),
+            ("What is the main finding?".to_string(), vec![])
+        );
+    }
+
+    #[test]
+    fn passages_render_like_longbench() {
+        let p = render_passages(&[("A".into(), "x.".into()), ("B".into(), "y.".into())]);
+        assert_eq!(p, "Passage 1:\nA\nx.\n\nPassage 2:\nB\ny.");
+    }
+}
