@@ -83,6 +83,30 @@ enum Command {
     Export(ExportArgs),
     /// Prints the effective configuration as TOML (the API key is never printed).
     Config,
+    /// Dataset preparation.
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+#[derive(Subcommand)]
+enum DataCommand {
+    /// LongBench-style long contexts from HotpotQA (the stand-in for LongBench's HotpotQA).
+    LongbenchStyle {
+        /// HotpotQA distractor JSON.
+        #[arg(long = "in", value_name = "FILE")]
+        input: PathBuf,
+        /// Output jsonl (LongBench's fields).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Words per context, about.
+        #[arg(long, default_value_t = 9000)]
+        words: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Only the first N items.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
 }
 
 #[derive(Args)]
@@ -552,6 +576,31 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{text}"),
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Data(DataCommand::LongbenchStyle {
+            input,
+            out,
+            words,
+            seed,
+            limit,
+        }) => {
+            // Padding draws on every item's paragraphs; --limit only cuts the output.
+            let raw = qrmem::eval::datasets::load_hotpot_raw(input)?;
+            let n = limit.unwrap_or(raw.len()).min(raw.len());
+            let items = qrmem::eval::longbench_style::generate(&raw, n, *words, *seed);
+            let mut text = String::new();
+            for it in &items[..n] {
+                text.push_str(&serde_json::to_string(it)?);
+                text.push('\n');
+            }
+            let tmp = out.with_extension("jsonl.tmp");
+            std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, out).with_context(|| format!("writing {}", out.display()))?;
+            eprintln!(
+                "wrote {n} items of about {words} words to {} (seed {seed})",
+                out.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Config => {

@@ -107,3 +107,57 @@ fn malformed_files_name_the_line() {
     let e = load_longbench(&p).unwrap_err().to_string();
     assert!(e.contains("line 1") && e.contains("answers"), "{e}");
 }
+
+#[test]
+fn longbench_style_generation_is_deterministic_and_clean() {
+    let Some(p) = shared("hotpotqa/hotpot_dev_distractor_dev500.json") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |seed: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+            .args(["data", "longbench-style", "--in"])
+            .arg(&p)
+            .arg("--out")
+            .arg(&out)
+            .args(["--words", "9000", "--seed", seed, "--limit", "3"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let (a, b, c) = (
+        run("7", "a.jsonl"),
+        run("7", "b.jsonl"),
+        run("8", "c.jsonl"),
+    );
+    assert_eq!(a, b, "same seed, same output");
+    assert_ne!(a, c, "another seed shuffles otherwise");
+    let items = load_longbench(&dir.path().join("a.jsonl")).unwrap();
+    let originals = load_hotpot(&p).unwrap();
+    assert_eq!(items.len(), 3);
+    for (item, orig) in items.iter().zip(&originals) {
+        assert_eq!(item.dataset, "hotpotqa-longbench-style");
+        assert_eq!(
+            (item.id.as_str(), item.question.as_str()),
+            (orig.id.as_str(), orig.question.as_str())
+        );
+        let words = item.context.split_whitespace().count();
+        assert!((9000..12000).contains(&words), "about 9000 words: {words}");
+        let titles: Vec<&str> = item
+            .context
+            .split("\n\n")
+            .map(|p| p.lines().nth(1).unwrap_or(""))
+            .collect();
+        let unique: std::collections::HashSet<&&str> = titles.iter().collect();
+        assert_eq!(unique.len(), titles.len(), "no repeated titles");
+        for s in &orig.supporting {
+            assert!(
+                titles.contains(&s.as_str()),
+                "the supporting paragraph {s} is kept"
+            );
+        }
+        assert!(item.context.starts_with("Passage 1:\n"));
+    }
+}

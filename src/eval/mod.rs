@@ -2,4 +2,5 @@
 //! reports of issue 6 build on these.)
 
 pub mod datasets;
+pub mod longbench_style;
 pub mod metrics;
