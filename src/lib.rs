@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod eval;
+mod fsutil;
 pub mod llm;
 pub mod memory;
 pub mod navigate;

@@ -140,6 +140,7 @@ impl ReplyCache {
         let mut tmp = tempfile::NamedTempFile::new_in(&parent)
             .map_err(|e| err("cannot create a temporary file", &e))?;
         tmp.write_all(&bytes).map_err(|e| err("cannot write", &e))?;
+        crate::fsutil::readable_by_all(tmp.as_file());
         tmp.as_file()
             .sync_all()
             .map_err(|e| err("cannot sync", &e))?;

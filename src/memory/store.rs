@@ -55,6 +55,7 @@ pub fn save(memory: &Memory, path: &Path) -> Result<(), StoreError> {
         .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| err(e.to_string()))?;
     tmp.write_all(&bytes).map_err(|e| err(e.to_string()))?;
+    crate::fsutil::readable_by_all(tmp.as_file());
     tmp.as_file().sync_all().map_err(|e| err(e.to_string()))?;
     tmp.persist(path).map_err(|e| err(e.error.to_string()))?;
     Ok(())
