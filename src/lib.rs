@@ -9,6 +9,7 @@ pub mod eval;
 mod fsutil;
 pub mod llm;
 pub mod memory;
+pub mod methods;
 pub mod navigate;
 pub mod prompts;
 pub mod text;

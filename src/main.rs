@@ -16,8 +16,10 @@ use qrmem::embed::{BertEmbedder, Embedder};
 use qrmem::llm::{
     ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
 };
+use qrmem::memory::Memory;
 use qrmem::memory::{BuildParams, Builder};
-use qrmem::navigate::{Navigator, Options as NavOptions};
+use qrmem::methods::{Baseline, Ctx as MethodCtx};
+use qrmem::navigate::{Navigator, Options as NavOptions, Window};
 use qrmem::prompts::Prompts;
 
 #[derive(Parser)]
@@ -158,7 +160,8 @@ struct AskArgs {
     /// A multiple-choice option (repeat, in order A, B, C, ...): the answer is the letter.
     #[arg(long = "option")]
     options: Vec<String>,
-    /// kn (Algorithm 1), ges (Graph Expansion Search) or te (Entity Trial).
+    /// kn (Algorithm 1), ges (Graph Expansion Search), te (Entity Trial), or a baseline:
+    /// bm25-topK, contriever-topK, vanilla-left, vanilla-right, full.
     #[arg(long)]
     method: Option<String>,
     #[arg(long)]
@@ -375,6 +378,13 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if let Some(n) = args.segment_tokens {
         config.memory.segment_tokens = n;
     }
+    let baseline = args
+        .method
+        .as_deref()
+        .and_then(|m| m.parse::<Baseline>().ok());
+    if baseline.is_some() {
+        config.navigate.method = "kn".into();
+    }
     config.validate(&ConfigSource::Defaults)?;
     let opts = NavOptions::from_config(&config.navigate).map_err(anyhow::Error::msg)?;
     let prompts = Prompts::load()?;
@@ -382,6 +392,10 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     let embedder = load_embedder(&config)?;
     let started = Instant::now();
     let memory = match (&args.memory, &args.doc) {
+        (None, Some(doc)) if baseline.is_some() => {
+            let document = read_document(doc)?;
+            Memory::segments_only(&document, BuildParams::from_config(&config), svc.model())
+        }
         (Some(path), _) => qrmem::memory::load(path)?,
         (None, Some(doc)) => {
             let document = read_document(doc)?;
@@ -411,8 +425,22 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
         }
         (None, None) => bail!("give --memory or --doc"),
     };
-    let navigator = Navigator::new(&svc, &prompts, &embedder, &memory, opts);
-    let outcome = navigator.ask(&args.question, &args.options).await;
+    let outcome = match baseline {
+        Some(b) => {
+            let ctx = MethodCtx {
+                llm: &svc,
+                prompts: &prompts,
+                embedder: &embedder,
+                window: Window::new(config.navigate.context_window, config.navigate.reply_tokens),
+            };
+            qrmem::methods::answer(b, &ctx, &memory, &args.question, &args.options).await
+        }
+        None => {
+            Navigator::new(&svc, &prompts, &embedder, &memory, opts)
+                .ask(&args.question, &args.options)
+                .await
+        }
+    };
     let ledger = svc.ledger().snapshot();
     let trace = match outcome {
         Ok(t) => t,

@@ -425,3 +425,72 @@ async fn kn_falls_back_on_co_occurring_entities_when_no_relation_edge_leaves_e()
     );
     assert!(t.answered);
 }
+
+async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(vec![])));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm.clone(), None, policy);
+    let prompts = Prompts::load().unwrap();
+    let ctx = qrmem::methods::Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: qrmem::navigate::Window::new(window, 256),
+    };
+    let t = qrmem::methods::answer(name.parse().unwrap(), &ctx, m, QUESTION, &[])
+        .await
+        .unwrap();
+    (t, llm)
+}
+
+#[tokio::test]
+async fn baselines_share_the_answer_prompt_and_the_window() {
+    let m = memory(5);
+    let (t, llm) = baseline(&m, "bm25-top1", 4096).await;
+    assert_eq!(t.method, "bm25-top1");
+    // "company that Alpha founded" (4 shared terms) outranks "where ... its headquarters" (3).
+    assert_eq!(t.final_segments, vec![1]);
+    assert_eq!((t.requests, t.answer.as_str()), (1, "Delta"));
+    let p = prompt_of(&llm.received()[0]);
+    assert!(p.contains("Alpha founded in the harbour") && !p.contains("Epsilon is unrelated"));
+    let (t, _) = baseline(&m, "bm25-top2", 4096).await;
+    assert_eq!(
+        t.final_segments,
+        vec![1, 3],
+        "the top two, in document order"
+    );
+
+    let (t, _) = baseline(&m, "contriever-top2", 4096).await;
+    assert_eq!(t.final_segments.len(), 2);
+
+    let (t, llm) = baseline(&m, "full", 4096).await;
+    assert_eq!(t.final_segments, vec![0, 1, 2, 3, 4]);
+    assert!(prompt_of(&llm.received()[0]).contains("Epsilon is unrelated"));
+
+    // Truncation: with 300-word segments only about one fits; left keeps the start, right the end.
+    let m = memory(300);
+    let prompts = Prompts::load().unwrap();
+    let overhead = count_tokens(
+        &prompts
+            .render(
+                qrmem::prompts::PromptId::Answer,
+                &[("segments", ""), ("question", QUESTION)],
+            )
+            .unwrap(),
+    );
+    let window = overhead + 256 + 16 + m.segments[0].tokens;
+    let (_, llm) = baseline(&m, "vanilla-left", window).await;
+    let p = prompt_of(&llm.received()[0]);
+    assert!(p.contains("Alpha is a person") && !p.contains("Epsilon is unrelated"));
+    assert!(count_tokens(&p) + 256 <= window);
+    let (_, llm) = baseline(&m, "vanilla-right", window).await;
+    let p = prompt_of(&llm.received()[0]);
+    assert!(!p.contains("Alpha is a person") && p.contains("Epsilon is unrelated"));
+    assert!(count_tokens(&p) + 256 <= window);
+}

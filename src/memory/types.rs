@@ -148,6 +148,30 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// A memory of segments only (no graph, no LLM call): what the retrieval and truncation
+    /// baselines need.
+    pub fn segments_only(document: &str, params: BuildParams, model: &str) -> Memory {
+        use sha2::{Digest, Sha256};
+        Memory {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            segments: crate::text::segment(document, params.segment_tokens),
+            params,
+            model: model.to_string(),
+            question: None,
+            document_sha256: hex::encode(Sha256::digest(document.as_bytes())),
+            document_chars: document.chars().count(),
+            summary: String::new(),
+            graph: StableDiGraph::new(),
+            questions: Vec::new(),
+            failures: Vec::new(),
+            stats: BuildStats::default(),
+            ledger: LedgerSnapshot::default(),
+            build_secs: 0.0,
+            vectors: None,
+        }
+    }
+
     pub fn entity_count(&self) -> usize {
         self.graph.node_count()
     }

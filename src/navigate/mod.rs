@@ -137,7 +137,8 @@ pub struct Step {
 /// What `ask` returns: the answer and its trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
-    pub method: Method,
+    /// kn, ges, te, or a baseline's name (bm25-top3, ...).
+    pub method: String,
     pub question: String,
     pub answer: String,
     /// Whether an answerability check said -2 (false: answered from the final segments).
@@ -304,7 +305,7 @@ impl<'a> Navigator<'a> {
             option_letter(&outcome.answer, options.len())
         };
         Ok(Trace {
-            method: self.opts.method,
+            method: self.opts.method.to_string(),
             question: question.to_string(),
             answer,
             answered: outcome.answered,

@@ -1,9 +1,11 @@
-//! Text utilities: the cl100k token counter, the segmenter, ROUGE-L.
+//! Text utilities: the cl100k token counter, the segmenter, ROUGE-L, BM25.
 
+mod bm25;
 mod rouge;
 mod segment;
 mod tokens;
 
+pub use bm25::Bm25;
 pub use rouge::{rouge_l, QuestionPool};
 pub use segment::{segment, Segment};
-pub use tokens::count_tokens;
+pub use tokens::{count_tokens, truncate_tokens};

@@ -1,0 +1,205 @@
+//! The baselines of the QRMeM paper's Table 1, answering with the same prompt
+//! (`prompts/answer.txt`) and the same window as the navigators: BM25 top-k and dense
+//! (Contriever-style) top-k retrieval over segments, truncation keeping the left or the right of
+//! the document, and the full document for long-context models.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::embed::Embedder;
+use crate::llm::{JsonSchema, Message, Service};
+use crate::memory::Memory;
+use crate::navigate::{option_letter, with_options, NavigateError, Step, Trace, Window};
+use crate::prompts::{PromptId, Prompts};
+use crate::text::{count_tokens, truncate_tokens, Bm25};
+
+/// A baseline method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    Bm25(usize),
+    Dense(usize),
+    VanillaLeft,
+    VanillaRight,
+    Full,
+}
+
+impl FromStr for Baseline {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let k = |prefix: &str| {
+            s.strip_prefix(prefix)
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n >= 1)
+        };
+        match s {
+            "vanilla-left" => Ok(Baseline::VanillaLeft),
+            "vanilla-right" => Ok(Baseline::VanillaRight),
+            "full" => Ok(Baseline::Full),
+            _ => {
+                if let Some(n) = k("bm25-top") {
+                    Ok(Baseline::Bm25(n))
+                } else if let Some(n) = k("contriever-top") {
+                    Ok(Baseline::Dense(n))
+                } else {
+                    Err(format!("unknown baseline '{s}' (bm25-topK, contriever-topK, vanilla-left, vanilla-right, full)"))
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Baseline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Baseline::Bm25(k) => write!(f, "bm25-top{k}"),
+            Baseline::Dense(k) => write!(f, "contriever-top{k}"),
+            Baseline::VanillaLeft => f.write_str("vanilla-left"),
+            Baseline::VanillaRight => f.write_str("vanilla-right"),
+            Baseline::Full => f.write_str("full"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct FinalAnswer {
+    #[serde(default)]
+    reasoning: String,
+    answer: String,
+}
+
+/// What every method answers with: the LLM, the prompts, the embedder and the window.
+pub struct Ctx<'a> {
+    pub llm: &'a Service,
+    pub prompts: &'a Prompts,
+    pub embedder: &'a dyn Embedder,
+    pub window: Window,
+}
+
+/// Answers `question` over `memory`'s segments with a baseline. One LLM request.
+pub async fn answer(
+    baseline: Baseline,
+    ctx: &Ctx<'_>,
+    memory: &Memory,
+    question: &str,
+    options: &[String],
+) -> Result<Trace, NavigateError> {
+    let (llm, prompts, embedder, window) = (ctx.llm, ctx.prompts, ctx.embedder, ctx.window);
+    if question.trim().is_empty() {
+        return Err(NavigateError::EmptyQuestion);
+    }
+    let before = llm.ledger().snapshot().total();
+    let q = with_options(question, options);
+    let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
+    let (text, shown, note) = match baseline {
+        Baseline::Bm25(k) | Baseline::Dense(k) => {
+            let ranked: Vec<(usize, f32)> = match baseline {
+                Baseline::Bm25(_) => {
+                    let texts: Vec<&str> =
+                        memory.segments.iter().map(|s| s.text.as_str()).collect();
+                    Bm25::new(&texts)
+                        .rank(&q)
+                        .into_iter()
+                        .map(|(i, s)| (i, s as f32))
+                        .collect()
+                }
+                _ => crate::embed::score_segments(embedder, memory, &q)?,
+            };
+            let top: Vec<(usize, f32)> = ranked.into_iter().take(k).collect();
+            let (text, shown) = window.fit(prompts, PromptId::Answer, &q, memory, &[], &top)?;
+            (text, shown, format!("top {k}: {top:?}"))
+        }
+        Baseline::VanillaLeft | Baseline::VanillaRight => {
+            let overhead = count_tokens(
+                &prompts.render(PromptId::Answer, &[("segments", ""), ("question", &q)])?,
+            );
+            let budget = window.prompt_budget().saturating_sub(overhead);
+            let from_end = baseline == Baseline::VanillaRight;
+            let text = truncate_tokens(&document, budget, from_end);
+            (
+                text,
+                Vec::new(),
+                format!(
+                    "{} tokens kept from the {}",
+                    budget,
+                    if from_end { "right" } else { "left" }
+                ),
+            )
+        }
+        Baseline::Full => (
+            document.clone(),
+            (0..memory.segments.len()).collect(),
+            "the whole document, no truncation".into(),
+        ),
+    };
+    let p = prompts.render(PromptId::Answer, &[("segments", &text), ("question", &q)])?;
+    let schema = json!({"type": "object", "properties": {
+        "reasoning": {"type": "string", "maxLength": 600},
+        "answer": {"type": "string", "minLength": 1, "maxLength": 200}
+    }, "required": ["reasoning", "answer"]});
+    let r = llm
+        .chat_json::<FinalAnswer>(
+            "answer",
+            vec![Message::user(p)],
+            Some(JsonSchema {
+                name: "answer".into(),
+                schema,
+            }),
+        )
+        .await
+        .map_err(|source| NavigateError::Step {
+            step: "answer".into(),
+            source,
+        })?;
+    let after = llm.ledger().snapshot().total();
+    let answer = if options.is_empty() {
+        r.value.answer.trim().to_string()
+    } else {
+        option_letter(&r.value.answer, options.len())
+    };
+    Ok(Trace {
+        method: baseline.to_string(),
+        question: question.to_string(),
+        answer,
+        answered: false,
+        reasoning: r.value.reasoning.clone(),
+        start_entities: vec![],
+        steps: vec![Step {
+            kind: "answer".into(),
+            segments: shown.clone(),
+            reason: r.value.reasoning,
+            note,
+            ..Step::default()
+        }],
+        segments_used: shown.clone(),
+        final_segments: shown,
+        requests: after.requests - before.requests,
+        cache_hits: after.cache_hits - before.cache_hits,
+        prompt_tokens: after.prompt_tokens - before.prompt_tokens,
+        completion_tokens: after.completion_tokens - before.completion_tokens,
+        failures: vec![],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in [
+            "bm25-top1",
+            "bm25-top3",
+            "contriever-top2",
+            "vanilla-left",
+            "vanilla-right",
+            "full",
+        ] {
+            assert_eq!(name.parse::<Baseline>().unwrap().to_string(), name);
+        }
+        assert!("bm25-top0".parse::<Baseline>().is_err());
+        assert!("kn".parse::<Baseline>().is_err());
+    }
+}
