@@ -6,13 +6,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Deserialize;
-use serde_json::json;
-
 use crate::embed::Embedder;
-use crate::llm::{JsonSchema, Message, Service};
+use crate::llm::Service;
 use crate::memory::Memory;
-use crate::navigate::{option_letter, with_options, NavigateError, Step, Trace, Window};
+use crate::navigate::{
+    answer_from, option_letter, with_options, NavigateError, Step, Trace, Window,
+};
 use crate::prompts::{PromptId, Prompts};
 use crate::text::{count_tokens, truncate_tokens, Bm25};
 
@@ -61,13 +60,6 @@ impl fmt::Display for Baseline {
             Baseline::Full => f.write_str("full"),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct FinalAnswer {
-    #[serde(default)]
-    reasoning: String,
-    answer: String,
 }
 
 /// What every method answers with: the LLM, the prompts, the embedder and the window.
@@ -134,42 +126,24 @@ pub async fn answer(
             "the whole document, no truncation".into(),
         ),
     };
-    let p = prompts.render(PromptId::Answer, &[("segments", &text), ("question", &q)])?;
-    let schema = json!({"type": "object", "properties": {
-        "reasoning": {"type": "string", "maxLength": 600},
-        "answer": {"type": "string", "minLength": 1, "maxLength": 200}
-    }, "required": ["reasoning", "answer"]});
-    let r = llm
-        .chat_json::<FinalAnswer>(
-            "answer",
-            vec![Message::user(p)],
-            Some(JsonSchema {
-                name: "answer".into(),
-                schema,
-            }),
-        )
-        .await
-        .map_err(|source| NavigateError::Step {
-            step: "answer".into(),
-            source,
-        })?;
+    let (answer, reasoning) = answer_from(llm, prompts, &q, &text).await?;
     let after = llm.ledger().snapshot().total();
     let answer = if options.is_empty() {
-        r.value.answer.trim().to_string()
+        answer.trim().to_string()
     } else {
-        option_letter(&r.value.answer, options.len())
+        option_letter(&answer, options.len())
     };
     Ok(Trace {
         method: baseline.to_string(),
         question: question.to_string(),
         answer,
         answered: false,
-        reasoning: r.value.reasoning.clone(),
+        reasoning: reasoning.clone(),
         start_entities: vec![],
         steps: vec![Step {
             kind: "answer".into(),
             segments: shown.clone(),
-            reason: r.value.reasoning,
+            reason: reasoning,
             note,
             ..Step::default()
         }],

@@ -555,42 +555,53 @@ impl<'a> Navigator<'a> {
             segments,
             scores,
         )?;
-        let p = self.prompts.render(
-            PromptId::Answer,
-            &[("segments", &text), ("question", &run.question)],
-        )?;
-        let schema = json!({"type": "object", "properties": {
-            "reasoning": {"type": "string", "maxLength": 600},
-            "answer": {"type": "string", "minLength": 1, "maxLength": 200}
-        }, "required": ["reasoning", "answer"]});
-        let r = self
-            .llm
-            .chat_json::<FinalAnswer>(
-                "answer",
-                vec![Message::user(p)],
-                Some(JsonSchema {
-                    name: "answer".into(),
-                    schema,
-                }),
-            )
-            .await
-            .map_err(|source| NavigateError::Step {
-                step: "answer".into(),
-                source,
-            })?;
+        let (answer, reasoning) = answer_from(self.llm, self.prompts, &run.question, &text).await?;
         run.push(Step {
             kind: "answer".into(),
             segments: shown,
-            reason: r.value.reasoning.clone(),
+            reason: reasoning.clone(),
             note: note.to_string(),
             ..Step::default()
         });
         Ok(Check {
             answered: false,
-            answer: r.value.answer,
-            reasoning: r.value.reasoning,
+            answer,
+            reasoning,
         })
     }
+}
+
+/// The answer prompt shared by every method (`prompts/answer.txt`) over `segments_text`:
+/// (answer, reasoning). A reply that never parses fails the question.
+pub async fn answer_from(
+    llm: &Service,
+    prompts: &Prompts,
+    question: &str,
+    segments_text: &str,
+) -> Result<(String, String), NavigateError> {
+    let p = prompts.render(
+        PromptId::Answer,
+        &[("segments", segments_text), ("question", question)],
+    )?;
+    let schema = json!({"type": "object", "properties": {
+        "reasoning": {"type": "string", "maxLength": 600},
+        "answer": {"type": "string", "minLength": 1, "maxLength": 200}
+    }, "required": ["reasoning", "answer"]});
+    let r = llm
+        .chat_json::<FinalAnswer>(
+            "answer",
+            vec![Message::user(p)],
+            Some(JsonSchema {
+                name: "answer".into(),
+                schema,
+            }),
+        )
+        .await
+        .map_err(|source| NavigateError::Step {
+            step: "answer".into(),
+            source,
+        })?;
+    Ok((r.value.answer, r.value.reasoning))
 }
 
 fn whole_word(haystack: &str, needle: &str) -> bool {
