@@ -277,6 +277,8 @@ pub fn qrmem_home() -> PathBuf {
 pub enum ConfigSource {
     Defaults,
     File(PathBuf),
+    /// Values a command's own flags set on top of the loaded configuration.
+    Flags,
 }
 
 impl fmt::Display for ConfigSource {
@@ -284,6 +286,7 @@ impl fmt::Display for ConfigSource {
         match self {
             ConfigSource::Defaults => f.write_str("built-in defaults (no qrmem.toml)"),
             ConfigSource::File(p) => write!(f, "{}", p.display()),
+            ConfigSource::Flags => f.write_str("from the command-line flags"),
         }
     }
 }

@@ -385,7 +385,7 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if baseline.is_some() {
         config.navigate.method = "kn".into();
     }
-    config.validate(&ConfigSource::Defaults)?;
+    config.validate(&ConfigSource::Flags)?;
     let opts = NavOptions::from_config(&config.navigate).map_err(anyhow::Error::msg)?;
     let prompts = Prompts::load()?;
     let svc = service(&config)?;
@@ -479,7 +479,7 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
     if let Some(n) = args.segment_tokens {
         config.memory.segment_tokens = n;
     }
-    config.validate(&ConfigSource::Defaults)?;
+    config.validate(&ConfigSource::Flags)?;
     let document = read_document(&args.doc)?;
     let prompts = Prompts::load()?;
     let svc = service(&config)?;

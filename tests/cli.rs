@@ -191,3 +191,30 @@ fn a_bad_config_file_is_a_clear_error() {
         "{all}"
     );
 }
+
+#[test]
+fn a_bad_flag_value_is_blamed_on_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample/velden.txt");
+    let out = dir.path().join("m.json");
+    let o = qrmem(
+        &[
+            "build",
+            "--doc",
+            doc,
+            "--out",
+            out.to_str().unwrap(),
+            "--segment-tokens",
+            "5",
+        ],
+        "http://127.0.0.1:1/v1",
+        dir.path(),
+    );
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("command-line flags") && all.contains("segment_tokens"),
+        "{all}"
+    );
+    assert!(!out.exists());
+}
