@@ -1,12 +1,14 @@
 //! qrmem: long-context question answering over a query-oriented memory (QRMeM) and the memory
 //! systems it is compared with. See ARCHITECTURE.md for the code map.
 
+pub mod batch;
 pub mod config;
 pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod eval;
 mod fsutil;
+pub mod journal;
 pub mod llm;
 pub mod memory;
 pub mod methods;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use qrmem::batch::{BatchCtx, BatchOptions};
 use qrmem::config::{Config, ConfigSource};
 use qrmem::doctor;
 use qrmem::embed::{BertEmbedder, Embedder};
@@ -18,7 +19,7 @@ use qrmem::llm::{
 };
 use qrmem::memory::Memory;
 use qrmem::memory::{BuildParams, Builder};
-use qrmem::methods::{Baseline, Ctx as MethodCtx};
+use qrmem::methods::{Baseline, Ctx as MethodCtx, MethodSpec};
 use qrmem::navigate::{Navigator, Options as NavOptions, Window};
 use qrmem::prompts::Prompts;
 
@@ -73,6 +74,12 @@ enum Command {
     Build(BuildArgs),
     /// Answers a question over a memory (or a document, building its memory first).
     Ask(AskArgs),
+    /// Answers every question of a jobs file (one JSON job per line) into an output file;
+    /// resumable. Exit status 0 when every question was answered, 2 when some failed or were
+    /// invalid (see their lines), 1 when the run could not start.
+    Batch(BatchArgs),
+    /// Runs methods over a dataset and writes results.jsonl, report.md and report.json.
+    Eval(EvalArgs),
     /// Prints a memory's counts, failures and top entities.
     Inspect {
         /// The memory file.
@@ -175,6 +182,242 @@ struct AskArgs {
     /// Write the full trace as JSON here.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct BatchArgs {
+    /// Jobs, one per line: {"id", "doc" | "doc_path", "questions": [{"id", "question", "options"?}]}.
+    /// A doc_path is relative to the jobs file's directory.
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Answers, one JSON line per question; re-running skips the questions already there.
+    #[arg(long, value_name = "FILE")]
+    output: PathBuf,
+    /// kn (default from the configuration), ges, te, an ablation or a baseline.
+    #[arg(long)]
+    method: Option<String>,
+    /// Where built memories are kept, keyed by document content (default ~/.cache/qrmem/memories).
+    #[arg(long, value_name = "DIR")]
+    memory_dir: Option<PathBuf>,
+    /// Refuse documents larger than this many bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_doc_bytes: u64,
+    /// Try the questions that failed in an earlier run again.
+    #[arg(long)]
+    retry_failed: bool,
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    /// An experiment file (eval/*.toml): title, dataset, data, methods, limit, seed, words,
+    /// trials, notes. Its data path is relative to the file; flags override it.
+    #[arg(long, value_name = "FILE")]
+    experiment: Option<PathBuf>,
+    /// hotpotqa (distractor json), longbench (jsonl), longbench-style (built from HotpotQA
+    /// json), quality (L-Eval jsonl), quality-flat (QuALITY's own jsonl), qasper (L-Eval jsonl).
+    #[arg(long)]
+    dataset: Option<String>,
+    #[arg(long, value_name = "PATH")]
+    data: Option<PathBuf>,
+    /// Comma-separated methods: kn, ges, te, kn-no-reflection, kn-no-navigation,
+    /// no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left,
+    /// vanilla-right, full.
+    #[arg(long, value_delimiter = ',')]
+    methods: Vec<String>,
+    /// The first N questions only.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Seed of the LongBench-style generation.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Words per LongBench-style context.
+    #[arg(long)]
+    words: Option<usize>,
+    /// Max-trials sweep for the navigators: "1..6" or "1,2,4" (default: the configuration's).
+    #[arg(long)]
+    trials: Option<String>,
+    /// The run directory: results.jsonl, builds.jsonl, memories/, report.md, report.json.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Run the pairs that failed in an earlier run again.
+    #[arg(long)]
+    retry_failed: bool,
+    /// Only (re)write the report from the results already in DIR.
+    #[arg(long)]
+    report_only: bool,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Experiment {
+    title: Option<String>,
+    dataset: Option<String>,
+    data: Option<PathBuf>,
+    #[serde(default)]
+    methods: Vec<String>,
+    limit: Option<usize>,
+    seed: Option<u64>,
+    words: Option<usize>,
+    trials: Option<String>,
+    #[serde(default)]
+    notes: Vec<String>,
+}
+
+/// "1..6" (inclusive) or "1,2,4".
+fn parse_trials(s: &str) -> Result<Vec<usize>> {
+    let bad = || {
+        anyhow::anyhow!("--trials '{s}': give a range like 1..6 or a list like 1,2,4 (each >= 1)")
+    };
+    let v: Vec<usize> = if let Some((a, b)) = s.split_once("..") {
+        let (a, b): (usize, usize) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        (a..=b).collect()
+    } else {
+        s.split(',')
+            .map(|x| x.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_>>()?
+    };
+    if v.is_empty() || v.contains(&0) {
+        return Err(bad());
+    }
+    Ok(v)
+}
+
+async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
+    let exp: Experiment = match &args.experiment {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read the experiment file {}", p.display()))?;
+            let mut e: Experiment = toml::from_str(&text)
+                .with_context(|| format!("the experiment file {} is invalid", p.display()))?;
+            if let Some(d) = &e.data {
+                if d.is_relative() {
+                    e.data = Some(p.parent().unwrap_or(std::path::Path::new(".")).join(d));
+                }
+            }
+            e
+        }
+        None => Experiment::default(),
+    };
+    let dataset = args
+        .dataset
+        .clone()
+        .or(exp.dataset)
+        .context("give --dataset (or an --experiment file)")?;
+    let methods: Vec<String> = if args.methods.is_empty() {
+        exp.methods
+    } else {
+        args.methods.clone()
+    };
+    let specs: Vec<MethodSpec> = methods
+        .iter()
+        .map(|m| m.trim().parse::<MethodSpec>().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let trials = match args.trials.as_ref().or(exp.trials.as_ref()) {
+        Some(t) => parse_trials(t)?,
+        None => vec![],
+    };
+    let limit = args.limit.or(exp.limit);
+    let seed = args.seed.or(exp.seed).unwrap_or(0);
+    let words = args.words.or(exp.words).unwrap_or(9000);
+    let title = exp
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{dataset}: {}", methods.join(", ")));
+    let mut notes = exp.notes.clone();
+    let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let method_order: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    if !args.report_only {
+        let data = args
+            .data
+            .clone()
+            .or(exp.data)
+            .context("give --data (or an --experiment file)")?;
+        use qrmem::eval::datasets as ds;
+        let mut items = match dataset.as_str() {
+            "hotpotqa" => ds::load_hotpot(&data)?,
+            "longbench" => ds::load_longbench(&data)?,
+            "longbench-style" => {
+                let raw = ds::load_hotpot_raw(&data)?;
+                let n = limit.unwrap_or(raw.len()).min(raw.len());
+                let long = qrmem::eval::longbench_style::generate(&raw, n, words, seed);
+                notes.push(format!(
+                    "LongBench-style stand-in for LongBench's HotpotQA, built from {} (each item's 10 paragraphs padded with other items' paragraphs to about {words} words, seed {seed}); not LongBench itself.",
+                    data.display()
+                ));
+                long.into_iter()
+                    .map(|l| ds::QaItem {
+                        id: l.id,
+                        dataset: l.dataset,
+                        context: l.context,
+                        question: l.input,
+                        options: vec![],
+                        answers: l.answers,
+                        gold_letter: None,
+                        supporting: l.supporting_titles,
+                    })
+                    .collect()
+            }
+            "quality" => ds::load_leval(&data, "quality")?,
+            "qasper" => ds::load_leval(&data, "qasper")?,
+            "quality-flat" => ds::load_quality_flat(&data)?,
+            other => bail!("unknown dataset '{other}' (hotpotqa, longbench, longbench-style, quality, quality-flat, qasper)"),
+        };
+        if let Some(n) = limit {
+            items.truncate(n);
+        }
+        let prompts = Prompts::load()?;
+        let svc = service(config)?;
+        let embedder = load_embedder(config)?;
+        let ctx = qrmem::eval::EvalCtx {
+            llm: &svc,
+            prompts: &prompts,
+            embedder: &embedder,
+            config,
+        };
+        let opts = qrmem::eval::EvalOptions {
+            methods: specs.clone(),
+            trials,
+            concurrency: config.llm.concurrency,
+            retry_failed: args.retry_failed,
+            progress: true,
+        };
+        eprintln!(
+            "{} questions x {} methods -> {}",
+            items.len(),
+            specs.len(),
+            out.display()
+        );
+        let summary = qrmem::eval::run(&ctx, &items, out, &opts).await?;
+        eprintln!(
+            "finished {} pairs ({} failed), skipped {} already done; memories built {}, loaded {}; {:.1} s",
+            summary.finished, summary.failed, summary.skipped, summary.memories_built, summary.memories_loaded, summary.wall_secs
+        );
+        eprintln!("{}", summary.ledger);
+        std::fs::write(out.join("notes.json"), serde_json::to_vec_pretty(&notes)?)?;
+    } else if let Ok(text) = std::fs::read(out.join("notes.json")) {
+        if notes.is_empty() {
+            notes = serde_json::from_slice(&text).unwrap_or_default();
+        }
+    }
+    let (results, builds) = qrmem::eval::runner::read_run(out)?;
+    let report = qrmem::eval::report::build(
+        &title,
+        &config.llm.model,
+        &results,
+        &builds,
+        &method_order,
+        notes,
+    );
+    report
+        .write(out)
+        .with_context(|| format!("writing the report into {}", out.display()))?;
+    println!("{}", report.to_markdown());
+    eprintln!("wrote {}", out.join("report.md").display());
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -459,6 +702,41 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     Ok(())
 }
 
+async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
+    let method: MethodSpec = match &args.method {
+        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
+        None => config.navigate.method.parse().map_err(anyhow::Error::msg)?,
+    };
+    let prompts = Prompts::load()?;
+    let svc = service(config)?;
+    let embedder = load_embedder(config)?;
+    let opts = BatchOptions {
+        method,
+        memory_dir: args
+            .memory_dir
+            .clone()
+            .unwrap_or_else(|| qrmem::config::qrmem_home().join("memories")),
+        max_document_bytes: args.max_doc_bytes,
+        concurrency: config.llm.concurrency,
+        retry_failed: args.retry_failed,
+        progress: true,
+    };
+    let ctx = BatchCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &embedder,
+        config,
+    };
+    let summary = qrmem::batch::run(&ctx, &args.input, &args.output, &opts).await?;
+    eprintln!("{summary}");
+    eprintln!("answers in {}", args.output.display());
+    Ok(if summary.failed + summary.invalid > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 fn progress_bar() -> ProgressBar {
     ProgressBar::new(0).with_style(
         ProgressStyle::with_template(
@@ -587,6 +865,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             ask(&config, args).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Batch(args) => batch(&config, args).await,
+        Command::Eval(args) => eval(&config, args).await,
         Command::Inspect { memory, top } => {
             let m = qrmem::memory::load(memory)?;
             print!("{}", qrmem::memory::describe(&m, *top));

@@ -1,6 +1,12 @@
-//! Evaluation: the official metrics and the dataset loaders. (The runner, the methods and the
-//! reports of issue 6 build on these.)
+//! Evaluation: the official metrics, the dataset loaders, the runner (results.jsonl with
+//! resume) and the reports.
 
 pub mod datasets;
 pub mod longbench_style;
 pub mod metrics;
+mod plot;
+pub mod report;
+pub mod runner;
+
+pub use report::Report;
+pub use runner::{run, BuildRecord, EvalCtx, EvalError, EvalOptions, ResultRecord, RunSummary};

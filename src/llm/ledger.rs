@@ -52,6 +52,16 @@ pub struct LedgerSnapshot {
 }
 
 impl LedgerSnapshot {
+    /// Adds `other`'s counts, stage by stage.
+    pub fn add(&mut self, other: &LedgerSnapshot) {
+        if self.model.is_empty() {
+            self.model = other.model.clone();
+        }
+        for (name, s) in &other.stages {
+            self.stages.entry(name.clone()).or_default().add(s);
+        }
+    }
+
     pub fn total(&self) -> StageStats {
         let mut total = StageStats::default();
         for s in self.stages.values() {
@@ -102,11 +112,14 @@ impl fmt::Display for LedgerSnapshot {
     }
 }
 
-/// Thread-safe ledger shared by every caller of one [`super::Service`].
+/// Thread-safe ledger shared by every caller of one [`super::Service`]. A scoped ledger
+/// ([`Ledger::child`]) also records everything into its parent, so one question's cost is exact
+/// while the run's total stays complete.
 #[derive(Debug, Default)]
 pub struct Ledger {
     model: String,
     stages: Mutex<BTreeMap<String, StageStats>>,
+    parent: Option<std::sync::Arc<Ledger>>,
 }
 
 impl Ledger {
@@ -114,13 +127,28 @@ impl Ledger {
         Ledger {
             model: model.into(),
             stages: Mutex::new(BTreeMap::new()),
+            parent: None,
         }
     }
 
-    fn update(&self, stage: &str, f: impl FnOnce(&mut StageStats)) {
-        // A poisoned lock only means another thread panicked mid-update of plain counters.
-        let mut stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
-        f(stages.entry(stage.to_string()).or_default());
+    /// An empty ledger whose records also go to `parent`.
+    pub fn child(parent: std::sync::Arc<Ledger>) -> Self {
+        Ledger {
+            model: parent.model.clone(),
+            stages: Mutex::new(BTreeMap::new()),
+            parent: Some(parent),
+        }
+    }
+
+    fn update(&self, stage: &str, f: impl Fn(&mut StageStats)) {
+        {
+            // A poisoned lock only means another thread panicked mid-update of plain counters.
+            let mut stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+            f(stages.entry(stage.to_string()).or_default());
+        }
+        if let Some(parent) = &self.parent {
+            parent.update(stage, f);
+        }
     }
 
     pub fn record_request(&self, stage: &str, usage: Usage, attempts: u32, wall: Duration) {
@@ -191,6 +219,13 @@ mod tests {
         assert_eq!(s.stages["summary"].cache_hits, 1);
         let t = s.total();
         assert_eq!((t.requests, t.cache_hits), (2, 1));
+        let child = Ledger::child(std::sync::Arc::new(Ledger::new("m")));
+        child.record_request("answer", u, 1, Duration::from_millis(5));
+        assert_eq!(child.snapshot().total().requests, 1);
+        assert_eq!(
+            child.parent.as_ref().map(|p| p.snapshot().total().requests),
+            Some(1)
+        );
         let text = s.to_string();
         assert!(
             text.contains("entities") && text.contains("total"),

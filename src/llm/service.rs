@@ -70,6 +70,17 @@ impl Service {
         &self.ledger
     }
 
+    /// The same transport, cache and policy with a fresh ledger that also records into this
+    /// one: what a concurrent task uses so its own cost can be read off exactly.
+    pub fn scoped(&self) -> Service {
+        Service {
+            backend: self.backend.clone(),
+            cache: self.cache.clone(),
+            ledger: Arc::new(Ledger::child(self.ledger.clone())),
+            policy: self.policy.clone(),
+        }
+    }
+
     pub fn model(&self) -> &str {
         self.backend.model()
     }

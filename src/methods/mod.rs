@@ -3,6 +3,14 @@
 //! (Contriever-style) top-k retrieval over segments, truncation keeping the left or the right of
 //! the document, and the full document for long-context models.
 
+mod spec;
+mod store;
+
+pub use spec::{
+    answer as run, prepare, MemoryKind, MethodError, MethodSpec, PrepareCtx, METHOD_NAMES,
+};
+pub use store::{MemoryDir, Origin};
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,0 +1,280 @@
+//! The report of a run directory: per method (and max trials) the scores, failures and cost per
+//! question, in the layout of the QRMeM paper's Table 1; the build cost per document; and the
+//! max-trials sweep (Figure 4). A pure function of `results.jsonl` and `builds.jsonl`, so an
+//! interrupted-then-resumed run reports exactly what an uninterrupted one does.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::runner::{BuildRecord, ResultRecord};
+
+/// One row of Table 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MethodRow {
+    pub method: String,
+    pub max_trials: Option<usize>,
+    pub questions: usize,
+    /// 100 x mean exact match (accuracy for multiple choice).
+    pub em: f64,
+    /// 100 x mean F1 (accuracy for multiple choice).
+    pub f1: f64,
+    pub failures: usize,
+    /// Requests sent to the LLM per question.
+    pub requests_per_question: f64,
+    /// Requests + reply-cache hits per question: the LLM calls the method needs.
+    pub calls_per_question: f64,
+    pub prompt_tokens_per_question: f64,
+    pub completion_tokens_per_question: f64,
+    pub wall_secs_per_question: f64,
+}
+
+/// Build cost per memory kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildRow {
+    pub kind: String,
+    pub documents: usize,
+    pub failures: usize,
+    pub document_tokens_per_doc: f64,
+    pub segments_per_doc: f64,
+    pub requests_per_doc: f64,
+    pub calls_per_doc: f64,
+    pub prompt_tokens_per_doc: f64,
+    pub completion_tokens_per_doc: f64,
+    /// Prompt + completion tokens of the build over the document's own tokens.
+    pub tokens_per_document_token: f64,
+    pub wall_secs_per_doc: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub title: String,
+    pub dataset: String,
+    pub model: String,
+    pub items: usize,
+    /// "F1" for open questions, "accuracy" for multiple choice.
+    pub metric: String,
+    pub methods: Vec<MethodRow>,
+    pub builds: Vec<BuildRow>,
+    pub notes: Vec<String>,
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+/// Builds the report. `method_order` fixes the row order (methods not in it follow by name).
+pub fn build(
+    title: &str,
+    model: &str,
+    results: &[ResultRecord],
+    builds: &[BuildRecord],
+    method_order: &[String],
+    notes: Vec<String>,
+) -> Report {
+    // The last record of a key wins (there is one per key unless a file was edited).
+    let mut latest: BTreeMap<(String, String, Option<usize>), &ResultRecord> = BTreeMap::new();
+    for r in results {
+        latest.insert(r.key(), r);
+    }
+    let mut rows: BTreeMap<(usize, String, Option<usize>), Vec<&ResultRecord>> = BTreeMap::new();
+    for r in latest.values() {
+        let rank = method_order
+            .iter()
+            .position(|m| *m == r.method)
+            .unwrap_or(method_order.len());
+        rows.entry((rank, r.method.clone(), r.max_trials))
+            .or_default()
+            .push(r);
+    }
+    let methods = rows
+        .into_iter()
+        .map(|((_, method, max_trials), rs)| MethodRow {
+            method,
+            max_trials,
+            questions: rs.len(),
+            em: 100.0 * mean(rs.iter().map(|r| r.em)),
+            f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
+            failures: rs.iter().filter(|r| r.error.is_some()).count(),
+            requests_per_question: mean(rs.iter().map(|r| r.requests as f64)),
+            calls_per_question: mean(rs.iter().map(|r| (r.requests + r.cache_hits) as f64)),
+            prompt_tokens_per_question: mean(rs.iter().map(|r| r.prompt_tokens as f64)),
+            completion_tokens_per_question: mean(rs.iter().map(|r| r.completion_tokens as f64)),
+            wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
+        })
+        .collect();
+    let mut by_kind: BTreeMap<String, Vec<&BuildRecord>> = BTreeMap::new();
+    for b in builds {
+        by_kind
+            .entry(b.kind.name().to_string())
+            .or_default()
+            .push(b);
+    }
+    let builds = by_kind
+        .into_iter()
+        .map(|(kind, bs)| {
+            let doc_tokens: f64 = bs.iter().map(|b| b.document_tokens as f64).sum();
+            let spent: f64 = bs
+                .iter()
+                .map(|b| (b.prompt_tokens + b.completion_tokens) as f64)
+                .sum();
+            BuildRow {
+                kind,
+                documents: bs.len(),
+                failures: bs.iter().filter(|b| b.error.is_some()).count(),
+                document_tokens_per_doc: mean(bs.iter().map(|b| b.document_tokens as f64)),
+                segments_per_doc: mean(bs.iter().map(|b| b.segments as f64)),
+                requests_per_doc: mean(bs.iter().map(|b| b.requests as f64)),
+                calls_per_doc: mean(bs.iter().map(|b| (b.requests + b.cache_hits) as f64)),
+                prompt_tokens_per_doc: mean(bs.iter().map(|b| b.prompt_tokens as f64)),
+                completion_tokens_per_doc: mean(bs.iter().map(|b| b.completion_tokens as f64)),
+                tokens_per_document_token: if doc_tokens > 0.0 {
+                    spent / doc_tokens
+                } else {
+                    0.0
+                },
+                wall_secs_per_doc: mean(bs.iter().map(|b| b.wall_secs)),
+            }
+        })
+        .collect();
+    let multiple_choice = results.iter().any(|r| r.gold_letter.is_some());
+    let mut items: Vec<&str> = latest.values().map(|r| r.item.as_str()).collect();
+    items.sort_unstable();
+    items.dedup();
+    let mut datasets: Vec<&str> = latest.values().map(|r| r.dataset.as_str()).collect();
+    datasets.sort_unstable();
+    datasets.dedup();
+    Report {
+        title: title.to_string(),
+        dataset: datasets.join(", "),
+        model: model.to_string(),
+        items: items.len(),
+        metric: if multiple_choice { "accuracy" } else { "F1" }.to_string(),
+        methods,
+        builds,
+        notes,
+    }
+}
+
+impl Report {
+    /// The max-trials sweep: per navigator, (max trials, F1) in trials order.
+    pub fn sweep(&self) -> BTreeMap<String, Vec<(usize, f64)>> {
+        let mut out: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+        for r in &self.methods {
+            if let Some(t) = r.max_trials {
+                out.entry(r.method.clone()).or_default().push((t, r.f1));
+            }
+        }
+        out.retain(|_, v| v.len() > 1);
+        for v in out.values_mut() {
+            v.sort_by_key(|p| p.0);
+        }
+        out
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::new();
+        let mc = self.metric == "accuracy";
+        let _ = writeln!(s, "# {}\n", self.title);
+        let _ = writeln!(
+            s,
+            "Dataset: {}. Items: {}. Model: {}.\n",
+            self.dataset, self.items, self.model
+        );
+        for n in &self.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        if !self.notes.is_empty() {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "## Results (Table 1 layout)\n");
+        if mc {
+            let _ = writeln!(s, "| method | max trials | questions | accuracy | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | wall s/q |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(s, "| method | max trials | questions | EM | F1 | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | wall s/q |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        }
+        for r in &self.methods {
+            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+            let score = if mc {
+                format!("{:.1}", r.f1)
+            } else {
+                format!("{:.1} | {:.1}", r.em, r.f1)
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.1} |",
+                r.method,
+                trials,
+                r.questions,
+                score,
+                r.failures,
+                r.requests_per_question,
+                r.calls_per_question,
+                r.prompt_tokens_per_question,
+                r.completion_tokens_per_question,
+                r.wall_secs_per_question
+            );
+        }
+        if !self.builds.is_empty() {
+            let _ = writeln!(s, "\n## Memory builds (per document)\n");
+            let _ = writeln!(s, "| memory | documents | failures | document tokens | segments | requests | LLM calls | prompt tok | completion tok | tokens / document token | wall s |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for b in &self.builds {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {:.0} |",
+                    b.kind,
+                    b.documents,
+                    b.failures,
+                    b.document_tokens_per_doc,
+                    b.segments_per_doc,
+                    b.requests_per_doc,
+                    b.calls_per_doc,
+                    b.prompt_tokens_per_doc,
+                    b.completion_tokens_per_doc,
+                    b.tokens_per_document_token,
+                    b.wall_secs_per_doc
+                );
+            }
+        }
+        let sweep = self.sweep();
+        if !sweep.is_empty() {
+            let _ = writeln!(s, "\n## {} against max trials (Figure 4)\n", self.metric);
+            for (m, pts) in &sweep {
+                let line: Vec<String> = pts.iter().map(|(t, f)| format!("{t}: {f:.1}")).collect();
+                let _ = writeln!(s, "- {m}: {}", line.join(", "));
+            }
+            let _ = writeln!(s, "\n![{} against max trials](trials.png)", self.metric);
+        }
+        let _ = writeln!(
+            s,
+            "\nLLM calls/q counts requests plus reply-cache hits (the calls the method needs); \
+             requests and tokens count only what was sent to the server in the runs that filled \
+             results.jsonl. Build costs are per document and shared by every method and question \
+             that reads the memory."
+        );
+        s
+    }
+
+    /// Writes report.md, report.json and (with a sweep) trials.png into `dir`.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::write(dir.join("report.md"), self.to_markdown())?;
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join("report.json"), json)?;
+        let sweep = self.sweep();
+        if !sweep.is_empty() {
+            super::plot::trials_png(&dir.join("trials.png"), &self.metric, &sweep)
+                .map_err(std::io::Error::other)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,472 @@
+//! The eval runner: every (item, method, max_trials) pair of a run, concurrently up to the LLM
+//! limit, each result appended to `DIR/results.jsonl` as soon as it is known.
+//!
+//! Boundary: reads items (already loaded), writes `DIR/results.jsonl`, `DIR/builds.jsonl` and
+//! memories under `DIR/memories/`. Invariants: one line per finished pair; re-running the same
+//! run skips finished pairs (so a killed run loses nothing and duplicates nothing); a memory is
+//! built once per (document, memory kind) and shared by every method and question that reads it;
+//! each result's cost is read off its own scoped ledger, so concurrency never mixes costs.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use futures::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use super::datasets::QaItem;
+use super::metrics;
+use crate::config::Config;
+use crate::embed::Embedder;
+use crate::journal::{Journal, JournalError};
+use crate::llm::{LedgerSnapshot, Service};
+use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx};
+use crate::navigate::{Options, Window};
+use crate::prompts::Prompts;
+use crate::text::count_tokens;
+
+#[derive(Debug, Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("invalid navigation settings: {0}")]
+    Settings(String),
+    #[error("nothing to evaluate: {0}")]
+    Empty(String),
+}
+
+/// One finished (item, method, max_trials) pair.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    pub item: String,
+    pub dataset: String,
+    pub method: String,
+    /// The navigators' max trials; None for the one-shot baselines.
+    pub max_trials: Option<usize>,
+    pub question: String,
+    pub prediction: String,
+    pub gold: Vec<String>,
+    pub gold_letter: Option<String>,
+    /// Exact match (accuracy for multiple choice), 0 or 1.
+    pub em: f64,
+    /// F1 (accuracy for multiple choice), 0..1.
+    pub f1: f64,
+    /// The method failed: the error says why; the scores are 0.
+    pub error: Option<String>,
+    pub requests: u64,
+    pub cache_hits: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_secs: f64,
+    pub answered_by_check: bool,
+    pub steps: usize,
+    pub segments_used: Vec<usize>,
+    /// Steps that failed without stopping the answer.
+    pub step_failures: Vec<String>,
+}
+
+impl ResultRecord {
+    pub fn key(&self) -> (String, String, Option<usize>) {
+        (self.item.clone(), self.method.clone(), self.max_trials)
+    }
+}
+
+/// The cost of preparing one memory (written when it was built, not when it was loaded).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    /// SHA-256 of the document, first 16 hex digits.
+    pub document: String,
+    pub kind: MemoryKind,
+    pub items: Vec<String>,
+    pub document_tokens: usize,
+    pub segments: usize,
+    pub entities: usize,
+    pub relations: usize,
+    pub step_failures: usize,
+    pub requests: u64,
+    pub cache_hits: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_secs: f64,
+    pub error: Option<String>,
+}
+
+/// The settings of a run.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    pub methods: Vec<MethodSpec>,
+    /// Max-trials values for the navigators (empty: the configuration's).
+    pub trials: Vec<usize>,
+    pub concurrency: usize,
+    /// Drop failed results and run those pairs again.
+    pub retry_failed: bool,
+    pub progress: bool,
+}
+
+pub struct EvalCtx<'a> {
+    pub llm: &'a Service,
+    pub prompts: &'a Prompts,
+    pub embedder: &'a dyn Embedder,
+    pub config: &'a Config,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunSummary {
+    pub finished: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub memories_built: usize,
+    pub memories_loaded: usize,
+    pub ledger: LedgerSnapshot,
+    pub wall_secs: f64,
+}
+
+/// The scores of `prediction` for `item`: (EM, F1) by the dataset's official metric.
+pub fn score(item: &QaItem, prediction: &str) -> (f64, f64) {
+    if let Some(letter) = &item.gold_letter {
+        let acc = metrics::choice_accuracy(prediction, letter);
+        return (acc, acc);
+    }
+    let em = item
+        .answers
+        .iter()
+        .map(|g| metrics::hotpot_em(prediction, g))
+        .fold(0.0, f64::max);
+    let f1 = if item.dataset == "hotpotqa" {
+        item.answers
+            .iter()
+            .map(|g| metrics::hotpot_f1(prediction, g))
+            .fold(0.0, f64::max)
+    } else {
+        metrics::longbench_f1(prediction, &item.answers)
+    };
+    (em, f1)
+}
+
+fn doc_key(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))[..16].to_string()
+}
+
+/// A method at a max-trials setting.
+type Pair = (MethodSpec, Option<usize>);
+
+/// The pairs of a run, in a fixed order.
+fn pairs(opts: &EvalOptions, default_trials: usize) -> Vec<Pair> {
+    let trials = if opts.trials.is_empty() {
+        vec![default_trials]
+    } else {
+        opts.trials.clone()
+    };
+    let mut out = Vec::new();
+    for m in &opts.methods {
+        if m.uses_trials() {
+            out.extend(trials.iter().map(|&t| (*m, Some(t))));
+        } else {
+            out.push((*m, None));
+        }
+    }
+    out
+}
+
+/// Runs `items` x the methods of `opts` into `dir`.
+pub async fn run(
+    ctx: &EvalCtx<'_>,
+    items: &[QaItem],
+    dir: &Path,
+    opts: &EvalOptions,
+) -> Result<RunSummary, EvalError> {
+    let started = Instant::now();
+    if items.is_empty() {
+        return Err(EvalError::Empty("the dataset has no items".into()));
+    }
+    if opts.methods.is_empty() {
+        return Err(EvalError::Empty("no methods given".into()));
+    }
+    let retry = opts.retry_failed;
+    let (results, old) = Journal::open::<ResultRecord>(&dir.join("results.jsonl"), |r| {
+        !(retry && r.error.is_some())
+    })?;
+    let (builds, _) = Journal::open::<BuildRecord>(&dir.join("builds.jsonl"), |_| true)?;
+    let done: HashSet<(String, String, Option<usize>)> =
+        old.iter().map(ResultRecord::key).collect();
+    let nav = Options::from_config(&ctx.config.navigate).map_err(EvalError::Settings)?;
+    let window = Window::new(
+        ctx.config.navigate.context_window,
+        ctx.config.navigate.reply_tokens,
+    );
+    let all_pairs = pairs(opts, nav.max_trials);
+
+    // Documents in first-appearance order, each with its items' pending pairs.
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<(&QaItem, Vec<Pair>)>> = BTreeMap::new();
+    let mut questions_per_doc: BTreeMap<String, usize> = BTreeMap::new();
+    let mut skipped = 0usize;
+    let mut per_method: BTreeMap<String, u64> = BTreeMap::new();
+    for item in items {
+        let k = doc_key(&item.context);
+        *questions_per_doc.entry(k.clone()).or_default() += 1;
+        let pending: Vec<_> = all_pairs
+            .iter()
+            .filter(|(m, t)| {
+                let finished = done.contains(&(item.id.clone(), m.to_string(), *t));
+                skipped += usize::from(finished);
+                !finished
+            })
+            .copied()
+            .collect();
+        for (m, _) in &pending {
+            *per_method.entry(m.to_string()).or_default() += 1;
+        }
+        if !groups.contains_key(&k) {
+            order.push(k.clone());
+        }
+        groups.entry(k).or_default().push((item, pending));
+    }
+
+    let multi = if opts.progress {
+        indicatif::MultiProgress::new()
+    } else {
+        indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden())
+    };
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix:>18} {bar:25} {pos}/{len} ETA {eta} {msg}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let mut bars: BTreeMap<String, indicatif::ProgressBar> = BTreeMap::new();
+    for m in &opts.methods {
+        let name = m.to_string();
+        let n = per_method.get(&name).copied().unwrap_or(0);
+        let bar = multi.add(indicatif::ProgressBar::new(n).with_style(style.clone()));
+        bar.set_prefix(name.clone());
+        bars.insert(name, bar);
+    }
+
+    let store = MemoryDir::new(dir.join("memories"));
+    let counters = std::sync::Mutex::new(RunSummary {
+        skipped,
+        ..RunSummary::default()
+    });
+    let concurrency = opts.concurrency.max(1);
+    let outcomes: Vec<Result<(), EvalError>> = stream::iter(order.iter())
+        .map(|k| {
+            let group = &groups[k];
+            let (results, builds, store, bars, counters, nav) =
+                (&results, &builds, &store, &bars, &counters, &nav);
+            let single = questions_per_doc.get(k).copied().unwrap_or(0) == 1;
+            async move {
+                let kinds: BTreeSet<MemoryKind> = group
+                    .iter()
+                    .flat_map(|(_, p)| p.iter().map(|(m, _)| m.memory_kind()))
+                    .collect();
+                if kinds.is_empty() {
+                    return Ok(());
+                }
+                let document = &group[0].0.context;
+                // The paper orients the graph to the question; a document with several
+                // questions gets one memory for all of them.
+                let question = if single {
+                    Some(group[0].0.question.as_str())
+                } else {
+                    None
+                };
+                let mut memories = BTreeMap::new();
+                for kind in kinds {
+                    let llm = ctx.llm.scoped();
+                    let pctx = PrepareCtx {
+                        llm: &llm,
+                        prompts: ctx.prompts,
+                        embedder: ctx.embedder,
+                        config: ctx.config,
+                    };
+                    let t = Instant::now();
+                    let got = store
+                        .get_or_prepare(kind, &pctx, document, question, &group[0].0.id, None)
+                        .await;
+                    let cost = llm.ledger().snapshot().total();
+                    let mut rec = BuildRecord {
+                        document: k.clone(),
+                        kind,
+                        items: group.iter().map(|(i, _)| i.id.clone()).collect(),
+                        document_tokens: count_tokens(document),
+                        segments: 0,
+                        entities: 0,
+                        relations: 0,
+                        step_failures: 0,
+                        requests: cost.requests,
+                        cache_hits: cost.cache_hits,
+                        prompt_tokens: cost.prompt_tokens,
+                        completion_tokens: cost.completion_tokens,
+                        wall_secs: t.elapsed().as_secs_f64(),
+                        error: None,
+                    };
+                    match got {
+                        Ok((m, origin)) => {
+                            rec.segments = m.segments.len();
+                            rec.entities = m.entity_count();
+                            rec.relations = m.relation_count();
+                            rec.step_failures = m.failures.len();
+                            let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
+                            match origin {
+                                Origin::Built => c.memories_built += 1,
+                                Origin::Loaded => c.memories_loaded += 1,
+                            }
+                            drop(c);
+                            if origin == Origin::Built && kind.needs_llm() {
+                                builds.append(&rec)?;
+                            }
+                            memories.insert(kind, Ok(m));
+                        }
+                        Err(e) => {
+                            rec.error = Some(e.to_string());
+                            builds.append(&rec)?;
+                            memories.insert(kind, Err(e.to_string()));
+                        }
+                    }
+                }
+                let memories = &memories;
+                let jobs: Vec<(&QaItem, MethodSpec, Option<usize>)> = group
+                    .iter()
+                    .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, *m, *t)))
+                    .collect();
+                let done: Vec<Result<(), EvalError>> = stream::iter(jobs)
+                    .map(|(item, spec, trials)| async move {
+                        let llm = ctx.llm.scoped();
+                        let actx = Ctx {
+                            llm: &llm,
+                            prompts: ctx.prompts,
+                            embedder: ctx.embedder,
+                            window,
+                        };
+                        let mut opts = nav.clone();
+                        if let Some(t) = trials {
+                            opts.max_trials = t;
+                        }
+                        let t = Instant::now();
+                        let outcome = match memories.get(&spec.memory_kind()) {
+                            Some(Ok(m)) => {
+                                methods::run(spec, &actx, &opts, m, &item.question, &item.options)
+                                    .await
+                                    .map_err(|e| e.to_string())
+                            }
+                            Some(Err(e)) => Err(format!("building the memory failed: {e}")),
+                            None => Err("no memory was prepared".to_string()),
+                        };
+                        let cost = llm.ledger().snapshot().total();
+                        let mut rec = ResultRecord {
+                            item: item.id.clone(),
+                            dataset: item.dataset.clone(),
+                            method: spec.to_string(),
+                            max_trials: trials,
+                            question: item.question.clone(),
+                            prediction: String::new(),
+                            gold: item.answers.clone(),
+                            gold_letter: item.gold_letter.clone(),
+                            em: 0.0,
+                            f1: 0.0,
+                            error: None,
+                            requests: cost.requests,
+                            cache_hits: cost.cache_hits,
+                            prompt_tokens: cost.prompt_tokens,
+                            completion_tokens: cost.completion_tokens,
+                            wall_secs: t.elapsed().as_secs_f64(),
+                            answered_by_check: false,
+                            steps: 0,
+                            segments_used: vec![],
+                            step_failures: vec![],
+                        };
+                        match outcome {
+                            Ok(trace) => {
+                                let (em, f1) = score(item, &trace.answer);
+                                rec.em = em;
+                                rec.f1 = f1;
+                                rec.prediction = trace.answer;
+                                rec.answered_by_check = trace.answered;
+                                rec.steps = trace.steps.len();
+                                rec.segments_used = trace.segments_used;
+                                rec.step_failures = trace.failures;
+                            }
+                            Err(e) => rec.error = Some(e),
+                        }
+                        results.append(&rec)?;
+                        {
+                            let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
+                            c.finished += 1;
+                            c.failed += usize::from(rec.error.is_some());
+                        }
+                        if let Some(bar) = bars.get(&rec.method) {
+                            bar.inc(1);
+                        }
+                        Ok(())
+                    })
+                    .buffer_unordered(concurrency)
+                    .collect()
+                    .await;
+                done.into_iter().collect::<Result<(), EvalError>>()
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    for bar in bars.values() {
+        bar.finish();
+    }
+    outcomes.into_iter().collect::<Result<(), EvalError>>()?;
+    let mut summary = counters.into_inner().unwrap_or_else(|p| p.into_inner());
+    summary.ledger = ctx.llm.ledger().snapshot();
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Reads a run directory's results and builds (for the report).
+pub fn read_run(dir: &Path) -> Result<(Vec<ResultRecord>, Vec<BuildRecord>), EvalError> {
+    let (_, results) = Journal::open::<ResultRecord>(&dir.join("results.jsonl"), |_| true)?;
+    let (_, builds) = Journal::open::<BuildRecord>(&dir.join("builds.jsonl"), |_| true)?;
+    Ok((results, builds))
+}
+
+/// The directory of a run's memories.
+pub fn memories_dir(dir: &Path) -> PathBuf {
+    dir.join("memories")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(dataset: &str, answers: &[&str], letter: Option<&str>) -> QaItem {
+        QaItem {
+            id: "x".into(),
+            dataset: dataset.into(),
+            context: "c".into(),
+            question: "q".into(),
+            options: vec![],
+            answers: answers.iter().map(|s| s.to_string()).collect(),
+            gold_letter: letter.map(str::to_string),
+            supporting: vec![],
+        }
+    }
+
+    #[test]
+    fn scores_follow_the_dataset() {
+        // HotpotQA: the yes/no rule.
+        assert_eq!(
+            score(&item("hotpotqa", &["yes"], None), "yes it is"),
+            (0.0, 0.0)
+        );
+        // LongBench F1 has no such rule and takes the max over answers.
+        let (em, f1) = score(
+            &item("hotpotqa-longbench-style", &["yes", "Paris"], None),
+            "the Paris",
+        );
+        assert_eq!(em, 1.0);
+        assert!((f1 - 1.0).abs() < 1e-9);
+        assert_eq!(
+            score(&item("quality", &["x"], Some("B")), "(b)"),
+            (1.0, 1.0)
+        );
+        assert_eq!(score(&item("quality", &["x"], Some("B")), "C"), (0.0, 0.0));
+    }
+}

@@ -1,0 +1,248 @@
+//! The one method abstraction the eval harness and batch jobs use: a [`MethodSpec`] names a
+//! method (a QRMeM navigator, an ablation or a baseline), says which memory it needs
+//! ([`MemoryKind`]), prepares that memory for a document ([`prepare`]) and answers a question
+//! from it with a trace ([`answer`]); the cost of each call is read off the service's (scoped)
+//! ledger.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::{Baseline, Ctx};
+use crate::config::Config;
+use crate::embed::{EmbedError, Embedder};
+use crate::llm::Service;
+use crate::memory::{BuildError, BuildParams, Builder, Memory};
+use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace};
+use crate::prompts::Prompts;
+
+/// The memory a method reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    /// The full QRMeM memory: graph with question generation and graph update.
+    Graph,
+    /// Ablation: no question generation or graph update.
+    NoGraphUpdate,
+    /// Ablation: schema-based entities only.
+    NoOpenEntity,
+    /// Segments only (no LLM call): the baselines.
+    Segments,
+}
+
+impl MemoryKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Graph => "graph",
+            MemoryKind::NoGraphUpdate => "no-graph-update",
+            MemoryKind::NoOpenEntity => "no-open-entity",
+            MemoryKind::Segments => "segments",
+        }
+    }
+
+    /// Whether preparing this memory calls the LLM.
+    pub fn needs_llm(self) -> bool {
+        self != MemoryKind::Segments
+    }
+
+    /// The build parameters of this kind under `config`.
+    pub fn params(self, config: &Config) -> BuildParams {
+        let mut p = BuildParams::from_config(config);
+        match self {
+            MemoryKind::NoGraphUpdate => p.graph_update = false,
+            MemoryKind::NoOpenEntity => p.open_entity = false,
+            MemoryKind::Graph | MemoryKind::Segments => {}
+        }
+        p
+    }
+}
+
+/// A method, by the name used on the command line and in reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodSpec {
+    /// A QRMeM navigator over a memory of `memory` kind.
+    Navigate {
+        method: NavMethod,
+        reflection: bool,
+        navigation: bool,
+        memory: MemoryKind,
+    },
+    Baseline(Baseline),
+}
+
+pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full";
+
+impl FromStr for MethodSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let nav = |method, reflection, navigation, memory| MethodSpec::Navigate {
+            method,
+            reflection,
+            navigation,
+            memory,
+        };
+        Ok(match s {
+            "kn" => nav(NavMethod::Kn, true, true, MemoryKind::Graph),
+            "ges" => nav(NavMethod::Ges, true, true, MemoryKind::Graph),
+            "te" => nav(NavMethod::Te, true, true, MemoryKind::Graph),
+            "kn-no-reflection" => nav(NavMethod::Kn, false, true, MemoryKind::Graph),
+            "kn-no-navigation" => nav(NavMethod::Kn, true, false, MemoryKind::Graph),
+            "no-graph-update" => nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
+            "no-open-entity" => nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
+            other => match other.parse::<Baseline>() {
+                Ok(b) => MethodSpec::Baseline(b),
+                Err(_) => return Err(format!("unknown method '{other}' (one of: {METHOD_NAMES})")),
+            },
+        })
+    }
+}
+
+impl fmt::Display for MethodSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MethodSpec::Baseline(b) => b.fmt(f),
+            MethodSpec::Navigate {
+                method,
+                reflection,
+                navigation,
+                memory,
+            } => match (memory, reflection, navigation) {
+                (MemoryKind::NoGraphUpdate, ..) => f.write_str("no-graph-update"),
+                (MemoryKind::NoOpenEntity, ..) => f.write_str("no-open-entity"),
+                (_, false, _) => write!(f, "{method}-no-reflection"),
+                (_, _, false) => write!(f, "{method}-no-navigation"),
+                _ => method.fmt(f),
+            },
+        }
+    }
+}
+
+impl MethodSpec {
+    pub fn memory_kind(&self) -> MemoryKind {
+        match self {
+            MethodSpec::Navigate { memory, .. } => *memory,
+            MethodSpec::Baseline(_) => MemoryKind::Segments,
+        }
+    }
+
+    /// Whether `max_trials` applies (the navigators; not the one-shot baselines).
+    pub fn uses_trials(&self) -> bool {
+        matches!(self, MethodSpec::Navigate { .. })
+    }
+}
+
+/// Why a method could not produce an answer.
+#[derive(Debug, Error)]
+pub enum MethodError {
+    #[error("building the memory failed: {0}")]
+    Build(#[from] BuildError),
+    #[error("embedding the memory failed: {0}")]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Navigate(#[from] NavigateError),
+}
+
+/// What [`prepare`] needs besides the document.
+pub struct PrepareCtx<'a> {
+    pub llm: &'a Service,
+    pub prompts: &'a Prompts,
+    pub embedder: &'a dyn Embedder,
+    pub config: &'a Config,
+}
+
+/// Prepares the memory of `kind` for `document` (oriented to `question` where given): the
+/// segments for the baselines, the built and embedded graph for the navigators.
+pub async fn prepare(
+    kind: MemoryKind,
+    ctx: &PrepareCtx<'_>,
+    document: &str,
+    question: Option<&str>,
+    name: &str,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<Memory, MethodError> {
+    let params = kind.params(ctx.config);
+    let mut memory = if kind.needs_llm() {
+        let mut builder = Builder::new(ctx.llm, ctx.prompts, params, ctx.config.llm.concurrency);
+        if let Some(bar) = progress {
+            builder = builder.with_progress(bar);
+        }
+        builder.build(document, question, name).await?
+    } else {
+        if document.trim().is_empty() {
+            return Err(BuildError::EmptyDocument(name.to_string()).into());
+        }
+        Memory::segments_only(document, params, ctx.llm.model())
+    };
+    crate::embed::index_memory(&mut memory, ctx.embedder)?;
+    Ok(memory)
+}
+
+/// Answers `question` over `memory` with `spec`. `options` (multiple choice) make the answer
+/// the option letter. `nav` holds the navigation settings (its method and ablation flags are
+/// overridden by `spec`).
+pub async fn answer(
+    spec: MethodSpec,
+    ctx: &Ctx<'_>,
+    nav: &Options,
+    memory: &Memory,
+    question: &str,
+    options: &[String],
+) -> Result<Trace, MethodError> {
+    let mut trace = match spec {
+        MethodSpec::Baseline(b) => super::answer(b, ctx, memory, question, options).await?,
+        MethodSpec::Navigate {
+            method,
+            reflection,
+            navigation,
+            ..
+        } => {
+            let mut opts = nav.clone();
+            opts.method = method;
+            opts.reflection = reflection;
+            opts.navigation = navigation;
+            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, memory, opts)
+                .ask(question, options)
+                .await?
+        }
+    };
+    trace.method = spec.to_string();
+    Ok(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips() {
+        for name in [
+            "kn",
+            "ges",
+            "te",
+            "kn-no-reflection",
+            "kn-no-navigation",
+            "no-graph-update",
+            "no-open-entity",
+            "bm25-top3",
+            "contriever-top1",
+            "vanilla-left",
+            "vanilla-right",
+            "full",
+        ] {
+            let spec: MethodSpec = name.parse().unwrap();
+            assert_eq!(spec.to_string(), name);
+        }
+        let err = "memwalker".parse::<MethodSpec>().unwrap_err();
+        assert!(err.contains("unknown method 'memwalker'"), "{err}");
+        assert_eq!(
+            "no-open-entity"
+                .parse::<MethodSpec>()
+                .unwrap()
+                .memory_kind(),
+            MemoryKind::NoOpenEntity
+        );
+        assert!(!"bm25-top2".parse::<MethodSpec>().unwrap().uses_trials());
+    }
+}

@@ -1,0 +1,102 @@
+//! A directory of prepared memories keyed by content: the document's SHA-256, the memory kind,
+//! the build parameters, the LLM model, the orienting question and the embedder. A second job
+//! over the same document loads the memory instead of building it again.
+//!
+//! Invariants: a memory file is only ever written whole (atomic rename, `memory::save`); two
+//! tasks asking for the same key at once build it once (a lock per key); an unreadable file
+//! is reported and rebuilt, never trusted.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use super::spec::{prepare, MemoryKind, MethodError, PrepareCtx};
+use crate::memory::Memory;
+
+/// Where a memory came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Built,
+    Loaded,
+}
+
+pub struct MemoryDir {
+    dir: PathBuf,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl MemoryDir {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        MemoryDir {
+            dir: dir.into(),
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file a memory of this content would live in.
+    pub fn path_for(
+        &self,
+        kind: MemoryKind,
+        ctx: &PrepareCtx<'_>,
+        document: &str,
+        question: Option<&str>,
+    ) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(Sha256::digest(document.as_bytes()));
+        for part in [
+            kind.name(),
+            &serde_json::to_string(&kind.params(ctx.config)).unwrap_or_default(),
+            ctx.llm.model(),
+            ctx.embedder.model_id(),
+            question.unwrap_or("\u{0}none"),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        let key = hex::encode(h.finalize());
+        let doc = hex::encode(Sha256::digest(document.as_bytes()));
+        self.dir
+            .join(format!("{}-{}-{}.qrm", &doc[..16], kind.name(), &key[..16]))
+    }
+
+    /// Loads the memory for this content, or prepares and saves it.
+    pub async fn get_or_prepare(
+        &self,
+        kind: MemoryKind,
+        ctx: &PrepareCtx<'_>,
+        document: &str,
+        question: Option<&str>,
+        name: &str,
+        progress: Option<indicatif::ProgressBar>,
+    ) -> Result<(Memory, Origin), MethodError> {
+        let path = self.path_for(kind, ctx, document, question);
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+            locks
+                .entry(path.display().to_string())
+                .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(())))
+                .clone()
+        };
+        let _guard = lock.lock().await;
+        if path.exists() {
+            match crate::memory::load(&path) {
+                Ok(m) => return Ok((m, Origin::Loaded)),
+                Err(e) => tracing::warn!("{e}; building it again"),
+            }
+        }
+        let memory = prepare(kind, ctx, document, question, name, progress).await?;
+        if kind.needs_llm() {
+            // Saving is what makes the next run free; failing to save costs that, not this run.
+            if let Err(e) = crate::memory::save(&memory, &path) {
+                tracing::warn!("{e}");
+            }
+        }
+        Ok((memory, Origin::Built))
+    }
+}

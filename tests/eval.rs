@@ -1,0 +1,250 @@
+//! The eval runner with a scripted LLM: results.jsonl has exactly one line per (item, method,
+//! max trials), an interrupted run resumed gives the report of an uninterrupted one, and a
+//! finished run re-run sends nothing.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::bow::Bow;
+use common::velden;
+use qrmem::config::Config;
+use qrmem::eval::datasets::QaItem;
+use qrmem::eval::{EvalCtx, EvalOptions, Report};
+use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::methods::MethodSpec;
+use qrmem::prompts::Prompts;
+
+fn reply(r: &ChatRequest) -> Scripted {
+    let p = velden::prompt_of(r);
+    let json = |s: &str| Scripted::Reply(s.to_string());
+    if p.contains("Extract the key entities named in the question") {
+        json(r#"{"entities": ["Velden Bridge"]}"#)
+    } else if p.contains("If the answer CANNOT be inferred") {
+        if p.contains("born in the city of Lucerne") {
+            json(
+                r#"{"reasoning": "Hoffmann was born in Lucerne.", "action": -2, "answer": "Lucerne"}"#,
+            )
+        } else {
+            json(
+                r#"{"reasoning": "The designer's birthplace is missing.", "action": -1, "answer": ""}"#,
+            )
+        }
+    } else if p.contains("give your best guess") {
+        if p.contains("Lucerne") {
+            json(r#"{"reasoning": "The text says so.", "answer": "Lucerne"}"#)
+        } else {
+            json(r#"{"reasoning": "A guess.", "answer": "Zurich"}"#)
+        }
+    } else {
+        velden::reply(r, false)
+    }
+}
+
+fn items() -> Vec<QaItem> {
+    let item = |id: &str, context: String, answer: &str| QaItem {
+        id: id.into(),
+        dataset: "hotpotqa-longbench-style".into(),
+        context,
+        question: velden::QUESTION.into(),
+        options: vec![],
+        answers: vec![answer.into()],
+        gold_letter: None,
+        supporting: vec![],
+    };
+    vec![
+        item("a", velden::DOC.to_string(), "Lucerne"),
+        item(
+            "b",
+            format!("{}\nThe bridge was repainted in 1990.", velden::DOC),
+            "Lucerne",
+        ),
+        item(
+            "c",
+            "The Velden Bridge is a stone arch bridge. Nothing else is known about it.".into(),
+            "Basel",
+        ),
+    ]
+}
+
+fn service() -> (Service, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(reply));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 1,
+        retry_temperature: 0.7,
+    };
+    (Service::new(llm.clone(), None, policy), llm)
+}
+
+fn opts() -> EvalOptions {
+    EvalOptions {
+        methods: ["kn", "bm25-top1", "vanilla-left"]
+            .iter()
+            .map(|m| m.parse::<MethodSpec>().unwrap())
+            .collect(),
+        trials: vec![1, 2],
+        concurrency: 2,
+        retry_failed: false,
+        progress: false,
+    }
+}
+
+fn config() -> Config {
+    let mut c = Config::default();
+    c.memory.segment_tokens = 150;
+    c
+}
+
+async fn run(dir: &Path, items: &[QaItem]) -> usize {
+    let (svc, llm) = service();
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = EvalCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    qrmem::eval::run(&ctx, items, dir, &opts()).await.unwrap();
+    llm.received().len()
+}
+
+fn report(dir: &Path) -> Report {
+    let (results, builds) = qrmem::eval::runner::read_run(dir).unwrap();
+    let order: Vec<String> = opts().methods.iter().map(|m| m.to_string()).collect();
+    let mut r = qrmem::eval::report::build("t", "scripted", &results, &builds, &order, vec![]);
+    // Wall times differ between runs; everything else must not.
+    for m in &mut r.methods {
+        m.wall_secs_per_question = 0.0;
+    }
+    for b in &mut r.builds {
+        b.wall_secs_per_doc = 0.0;
+    }
+    r
+}
+
+fn lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_resumed_run_reports_what_an_uninterrupted_run_does() {
+    let items = items();
+    let whole = tempfile::tempdir().unwrap();
+    let sent = run(whole.path(), &items).await;
+    assert!(sent > 0);
+    // 3 items x (kn at 1 and 2 trials + 2 baselines).
+    let all = lines(whole.path());
+    assert_eq!(all.len(), 12);
+    let expected = report(whole.path());
+    let rows: Vec<(String, Option<usize>, usize)> = expected
+        .methods
+        .iter()
+        .map(|m| (m.method.clone(), m.max_trials, m.questions))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("kn".into(), Some(1), 3),
+            ("kn".into(), Some(2), 3),
+            ("bm25-top1".into(), None, 3),
+            ("vanilla-left".into(), None, 3)
+        ]
+    );
+    // One trial reaches no further than the bridge's segment; two reach the designer's
+    // birthplace on both velden items (the third item cannot be answered).
+    assert_eq!(expected.methods[0].em, 0.0, "{:?}", expected.methods[0]);
+    assert!(
+        (expected.methods[1].em - 200.0 / 3.0).abs() < 1e-6,
+        "{:?}",
+        expected.methods[1]
+    );
+    assert_eq!(expected.sweep()["kn"].len(), 2);
+    assert_eq!(expected.builds.len(), 1);
+    assert_eq!(expected.builds[0].documents, 3);
+    assert!(expected.builds[0].tokens_per_document_token >= 0.0);
+
+    // Interrupted: only the first item finished, then a crash tore the next line.
+    let resumed = tempfile::tempdir().unwrap();
+    run(resumed.path(), &items[..1]).await;
+    assert_eq!(lines(resumed.path()).len(), 4);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(resumed.path().join("results.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"item\":\"b\",\"dataset\":\"hotp").unwrap();
+    drop(f);
+    run(resumed.path(), &items).await;
+    let got = lines(resumed.path());
+    assert_eq!(got.len(), 12);
+    let mut keys: Vec<String> = got
+        .iter()
+        .map(|v| format!("{} {} {}", v["item"], v["method"], v["max_trials"]))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 12, "a pair was written twice");
+    assert_eq!(report(resumed.path()), expected);
+
+    // A finished run re-run sends nothing and writes nothing.
+    assert_eq!(run(whole.path(), &items).await, 0);
+    assert_eq!(lines(whole.path()).len(), 12);
+}
+
+#[tokio::test]
+async fn failures_are_recorded_and_retried_on_request() {
+    // An LLM that cannot produce JSON: every method fails on its answer step.
+    let llm =
+        Arc::new(ScriptedLlm::new([]).with_responder(|_| Scripted::Reply("no JSON here".into())));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 64,
+        frequency_penalty: 0.0,
+        json_retries: 1,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm.clone(), None, policy);
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = EvalCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.methods = vec!["bm25-top1".parse().unwrap()];
+    let s = qrmem::eval::run(&ctx, &items(), dir.path(), &o)
+        .await
+        .unwrap();
+    assert_eq!((s.finished, s.failed), (3, 3));
+    let l = lines(dir.path());
+    assert!(
+        l.iter()
+            .all(|v| v["error"].as_str().unwrap().contains("answer")),
+        "{l:?}"
+    );
+    // Without --retry-failed nothing runs again; with it, the 3 failures run once more.
+    assert_eq!(
+        qrmem::eval::run(&ctx, &items(), dir.path(), &o)
+            .await
+            .unwrap()
+            .finished,
+        0
+    );
+    o.retry_failed = true;
+    let s = qrmem::eval::run(&ctx, &items(), dir.path(), &o)
+        .await
+        .unwrap();
+    assert_eq!(s.finished, 3);
+    assert_eq!(lines(dir.path()).len(), 3);
+}
