@@ -57,7 +57,7 @@ struct JobIn {
 }
 
 /// What became of one question (or of an input line that names no question).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// An answer was produced.

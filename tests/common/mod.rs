@@ -5,3 +5,24 @@ pub mod bow;
 pub mod fault_server;
 pub mod local_llm;
 pub mod velden;
+
+/// The embedder model directory (`QRMEM_EMBED_MODEL_DIR`, else the one
+/// scripts/setup-embedder.sh installs), or None, with a message, when it is missing and
+/// `QRMEM_REQUIRE_EMBEDDER` is not 1 (CI sets it, and then a missing model fails the test).
+pub fn embedder_model_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("QRMEM_EMBED_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| qrmem::config::qrmem_home().join("models/all-MiniLM-L6-v2"));
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    let msg = format!(
+        "no embedder model at {}; run scripts/setup-embedder.sh",
+        dir.display()
+    );
+    if std::env::var("QRMEM_REQUIRE_EMBEDDER").as_deref() == Ok("1") {
+        panic!("{msg} (QRMEM_REQUIRE_EMBEDDER=1)");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
