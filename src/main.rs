@@ -371,7 +371,9 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         }
         let prompts = Prompts::load()?;
         let svc = service(config)?;
-        let embedder = load_embedder(config)?;
+        let started = Instant::now();
+        let bert = load_embedder(config)?;
+        let embedder = qrmem::embed::TimedEmbedder::new(&bert);
         let ctx = qrmem::eval::EvalCtx {
             llm: &svc,
             prompts: &prompts,
@@ -397,6 +399,32 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             summary.finished, summary.failed, summary.skipped, summary.memories_built, summary.memories_loaded, summary.wall_secs
         );
         eprintln!("{}", summary.ledger);
+        // Where the time went: LLM calls (requests and cache reads), embedding, the rest.
+        let wall = started.elapsed().as_secs_f64();
+        let t = summary.ledger.total();
+        let timing = serde_json::json!({
+            "wall_secs": wall,
+            "llm_secs": t.wall_secs,
+            "embed_secs": embedder.secs(),
+            "embedded_texts": embedder.texts(),
+            "other_secs": (wall - t.wall_secs - embedder.secs()).max(0.0),
+            "requests": t.requests,
+            "cache_hits": t.cache_hits,
+            "pairs_finished": summary.finished,
+            "pairs_skipped": summary.skipped,
+            "mean_in_flight": summary.ledger.in_flight.mean(),
+            "concurrency": config.llm.concurrency,
+        });
+        eprintln!("timing: {timing}");
+        let mut line = serde_json::to_vec(&timing)?;
+        line.push(b'\n');
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out.join("timing.jsonl"))
+            .and_then(|mut f| f.write_all(&line))
+            .with_context(|| format!("writing {}", out.join("timing.jsonl").display()))?;
         std::fs::write(out.join("notes.json"), serde_json::to_vec_pretty(&notes)?)?;
     } else if let Ok(text) = std::fs::read(out.join("notes.json")) {
         if notes.is_empty() {

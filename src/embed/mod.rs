@@ -47,6 +47,55 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// An embedder that adds up the time spent embedding (for the overhead report).
+pub struct TimedEmbedder<'a> {
+    inner: &'a dyn Embedder,
+    nanos: std::sync::atomic::AtomicU64,
+    texts: std::sync::atomic::AtomicU64,
+}
+
+impl<'a> TimedEmbedder<'a> {
+    pub fn new(inner: &'a dyn Embedder) -> Self {
+        TimedEmbedder {
+            inner,
+            nanos: std::sync::atomic::AtomicU64::new(0),
+            texts: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Seconds spent in `embed` so far.
+    pub fn secs(&self) -> f64 {
+        self.nanos.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// Texts embedded so far.
+    pub fn texts(&self) -> u64 {
+        self.texts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Embedder for TimedEmbedder<'_> {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn normalized(&self) -> bool {
+        self.inner.normalized()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let t = std::time::Instant::now();
+        let out = self.inner.embed(texts);
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.nanos
+            .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        self.texts
+            .fetch_add(texts.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        out
+    }
+}
+
 /// An embedder with an in-memory cache keyed by (model, text): each distinct text is embedded
 /// once per process.
 pub struct CachedEmbedder<E: Embedder> {

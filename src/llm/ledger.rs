@@ -49,6 +49,31 @@ impl StageStats {
 pub struct LedgerSnapshot {
     pub model: String,
     pub stages: BTreeMap<String, StageStats>,
+    /// Requests in flight over time (server requests only, not cache hits).
+    #[serde(default)]
+    pub in_flight: InFlight,
+}
+
+/// Requests in flight: the integral over time and the span it was measured over, so
+/// `mean = busy_request_secs / span_secs` is the achieved concurrency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Sum over requests of their time in flight (the integral of in-flight count over time).
+    pub busy_request_secs: f64,
+    /// From the first request's start to the last one's end.
+    pub span_secs: f64,
+    pub max: u64,
+}
+
+impl InFlight {
+    /// Mean requests in flight over the span (0 before any request).
+    pub fn mean(&self) -> f64 {
+        if self.span_secs > 0.0 {
+            self.busy_request_secs / self.span_secs
+        } else {
+            0.0
+        }
+    }
 }
 
 impl LedgerSnapshot {
@@ -108,6 +133,15 @@ impl fmt::Display for LedgerSnapshot {
         if self.stages.len() != 1 {
             row("total", &self.total())?;
         }
+        if self.in_flight.span_secs > 0.0 {
+            writeln!(
+                f,
+                "requests in flight: mean {:.2}, max {} (over {:.1} s of requests)",
+                self.in_flight.mean(),
+                self.in_flight.max,
+                self.in_flight.span_secs
+            )?;
+        }
         Ok(())
     }
 }
@@ -120,6 +154,17 @@ pub struct Ledger {
     model: String,
     stages: Mutex<BTreeMap<String, StageStats>>,
     parent: Option<std::sync::Arc<Ledger>>,
+    gauge: Mutex<Gauge>,
+}
+
+/// In-flight bookkeeping: current count, first start, last end, running integral.
+#[derive(Debug, Default)]
+struct Gauge {
+    current: u64,
+    max: u64,
+    first: Option<std::time::Instant>,
+    last_end: Option<std::time::Instant>,
+    busy: f64,
 }
 
 impl Ledger {
@@ -128,6 +173,7 @@ impl Ledger {
             model: model.into(),
             stages: Mutex::new(BTreeMap::new()),
             parent: None,
+            gauge: Mutex::new(Gauge::default()),
         }
     }
 
@@ -137,6 +183,7 @@ impl Ledger {
             model: parent.model.clone(),
             stages: Mutex::new(BTreeMap::new()),
             parent: Some(parent),
+            gauge: Mutex::new(Gauge::default()),
         }
     }
 
@@ -148,6 +195,35 @@ impl Ledger {
         }
         if let Some(parent) = &self.parent {
             parent.update(stage, f);
+        }
+    }
+
+    /// A request to the server starts (pair with [`Ledger::request_ended`]).
+    pub fn request_started(&self) -> std::time::Instant {
+        let now = std::time::Instant::now();
+        {
+            let mut g = self.gauge.lock().unwrap_or_else(|p| p.into_inner());
+            g.current += 1;
+            g.max = g.max.max(g.current);
+            g.first.get_or_insert(now);
+        }
+        if let Some(p) = &self.parent {
+            p.request_started();
+        }
+        now
+    }
+
+    /// The request begun at `started` has ended.
+    pub fn request_ended(&self, started: std::time::Instant) {
+        let now = std::time::Instant::now();
+        {
+            let mut g = self.gauge.lock().unwrap_or_else(|p| p.into_inner());
+            g.current = g.current.saturating_sub(1);
+            g.busy += now.duration_since(started).as_secs_f64();
+            g.last_end = Some(g.last_end.map_or(now, |l| l.max(now)));
+        }
+        if let Some(p) = &self.parent {
+            p.request_ended(started);
         }
     }
 
@@ -186,9 +262,19 @@ impl Ledger {
 
     pub fn snapshot(&self) -> LedgerSnapshot {
         let stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.gauge.lock().unwrap_or_else(|p| p.into_inner());
+        let span = match (g.first, g.last_end) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
         LedgerSnapshot {
             model: self.model.clone(),
             stages: stages.clone(),
+            in_flight: InFlight {
+                busy_request_secs: g.busy,
+                span_secs: span,
+                max: g.max,
+            },
         }
     }
 }
@@ -219,6 +305,16 @@ mod tests {
         assert_eq!(s.stages["summary"].cache_hits, 1);
         let t = s.total();
         assert_eq!((t.requests, t.cache_hits), (2, 1));
+        // Two overlapping requests: max 2 in flight, mean between 1 and 2.
+        let a = l.request_started();
+        let b = l.request_started();
+        std::thread::sleep(Duration::from_millis(20));
+        l.request_ended(a);
+        std::thread::sleep(Duration::from_millis(10));
+        l.request_ended(b);
+        let f = l.snapshot().in_flight;
+        assert_eq!(f.max, 2);
+        assert!(f.mean() > 1.0 && f.mean() <= 2.0, "{f:?}");
         let child = Ledger::child(std::sync::Arc::new(Ledger::new("m")));
         child.record_request("answer", u, 1, Duration::from_millis(5));
         assert_eq!(child.snapshot().total().requests, 1);

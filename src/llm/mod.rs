@@ -16,7 +16,7 @@ mod service;
 
 pub use cache::{CacheKey, ReplyCache};
 pub use json::extract_json;
-pub use ledger::{Ledger, LedgerSnapshot, StageStats};
+pub use ledger::{InFlight, Ledger, LedgerSnapshot, StageStats};
 pub use openai::{OpenAiClient, RetryPolicy};
 pub use scripted::{Scripted, ScriptedLlm};
 pub use service::{Policy, Service, Structured};

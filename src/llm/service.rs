@@ -114,7 +114,10 @@ impl Service {
                 return Ok(reply);
             }
         }
-        match self.backend.chat(request).await {
+        let in_flight = self.ledger.request_started();
+        let outcome = self.backend.chat(request).await;
+        self.ledger.request_ended(in_flight);
+        match outcome {
             Ok(reply) => {
                 self.ledger
                     .record_request(stage, reply.usage, reply.attempts, started.elapsed());

@@ -42,19 +42,28 @@ pub fn rouge_l(candidate: &str, reference: &str) -> f64 {
 
 /// The pool of generated questions: a question joins only if its ROUGE-L with every question
 /// already in the pool is below the threshold (the paper: 0.6).
+///
+/// Scaling: the LCS of two token lists is at most their multiset overlap `o`, so ROUGE-L is at
+/// most `2o / (|a| + |b|)`. An inverted index (token -> pool questions with its count) gives every
+/// pool question's overlap with a new one; only those whose bound reaches the threshold get the
+/// exact LCS. The result is the same as comparing with every pool question.
 #[derive(Clone, Debug, Default)]
 pub struct QuestionPool {
     threshold: f64,
     questions: Vec<String>,
     token_lists: Vec<Vec<String>>,
+    /// token -> (pool index, count of the token in that question)
+    postings: std::collections::HashMap<String, Vec<(u32, u32)>>,
+    /// Scratch: overlap per pool index, and the indices touched.
+    overlap: Vec<u32>,
+    touched: Vec<u32>,
 }
 
 impl QuestionPool {
     pub fn new(threshold: f64) -> Self {
         QuestionPool {
             threshold,
-            questions: Vec::new(),
-            token_lists: Vec::new(),
+            ..QuestionPool::default()
         }
     }
 
@@ -65,15 +74,48 @@ impl QuestionPool {
         if t.is_empty() {
             return false;
         }
-        for other in &self.token_lists {
-            let l = lcs(&t, other) as f64;
-            if l > 0.0 {
-                let (p, r) = (l / t.len() as f64, l / other.len() as f64);
-                if 2.0 * p * r / (p + r) >= self.threshold {
-                    return false;
+        let mut counts: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+        for tok in &t {
+            *counts.entry(tok.as_str()).or_default() += 1;
+        }
+        for (tok, &c) in &counts {
+            if let Some(list) = self.postings.get(*tok) {
+                for &(idx, c2) in list {
+                    let slot = &mut self.overlap[idx as usize];
+                    if *slot == 0 {
+                        self.touched.push(idx);
+                    }
+                    *slot += c.min(c2);
                 }
             }
         }
+        let mut novel = true;
+        for &idx in &self.touched {
+            let i = idx as usize;
+            let o = f64::from(self.overlap[i]);
+            let other = &self.token_lists[i];
+            let bound = 2.0 * o / (t.len() + other.len()) as f64;
+            if novel && bound >= self.threshold {
+                let l = lcs(&t, other) as f64;
+                let (p, r) = (l / t.len() as f64, l / other.len() as f64);
+                if l > 0.0 && 2.0 * p * r / (p + r) >= self.threshold {
+                    novel = false;
+                }
+            }
+            self.overlap[i] = 0;
+        }
+        self.touched.clear();
+        if !novel {
+            return false;
+        }
+        let idx = self.questions.len() as u32;
+        for (tok, c) in counts {
+            self.postings
+                .entry(tok.to_string())
+                .or_default()
+                .push((idx, c));
+        }
+        self.overlap.push(0);
         self.questions.push(q.to_string());
         self.token_lists.push(t);
         true
@@ -118,5 +160,27 @@ mod tests {
         assert!(pool.offer("When did the Velden Bridge open?"));
         assert!(!pool.offer("  "));
         assert_eq!(pool.questions().len(), 2);
+    }
+
+    #[test]
+    fn the_index_decides_like_comparing_with_every_question() {
+        let words = [
+            "who", "what", "the", "bridge", "designed", "born", "city", "river", "when", "a", "of",
+            "built",
+        ];
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut pool = QuestionPool::new(0.6);
+        let mut brute: Vec<String> = Vec::new();
+        for _ in 0..600 {
+            let n = rng.usize(2..8);
+            let q: Vec<&str> = (0..n).map(|_| words[rng.usize(..words.len())]).collect();
+            let q = q.join(" ");
+            let novel = !q.trim().is_empty() && brute.iter().all(|b| rouge_l(&q, b) < 0.6);
+            assert_eq!(pool.offer(&q), novel, "{q}");
+            if novel {
+                brute.push(q);
+            }
+        }
+        assert!(brute.len() > 20);
     }
 }
