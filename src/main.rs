@@ -141,6 +141,19 @@ struct BuildArgs {
     /// Do not compute the segment and edge vectors (the navigators then embed on demand).
     #[arg(long)]
     no_vectors: bool,
+    /// What to build: the QRMeM graph memory (default) or a summary tree (seed 002).
+    #[arg(long, value_enum, default_value_t = BuildKind::Graph)]
+    kind: BuildKind,
+    /// Summary tree only: append the document to the tree already at --out (only the new
+    /// right spine is summarised).
+    #[arg(long)]
+    append: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BuildKind {
+    Graph,
+    SummaryTree,
 }
 
 #[derive(Args)]
@@ -649,6 +662,9 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if let Some(n) = args.segment_tokens {
         config.memory.segment_tokens = n;
     }
+    if args.method.as_deref() == Some("summary-tree") {
+        return ask_tree(&config, args).await;
+    }
     let baseline = args
         .method
         .as_deref()
@@ -765,6 +781,59 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
     })
 }
 
+async fn ask_tree(config: &Config, args: &AskArgs) -> Result<()> {
+    use qrmem::methods::summary_tree::{self, SummaryTree, TreeParams};
+    let prompts = Prompts::load()?;
+    let svc = service(config)?;
+    let started = Instant::now();
+    let window = Window::new(config.navigate.context_window, config.navigate.reply_tokens);
+    let tree = match (&args.memory, &args.doc) {
+        (Some(path), _) => summary_tree::load(path)?,
+        (None, Some(doc)) => {
+            let document = read_document(doc)?;
+            let mut t = SummaryTree::new(
+                TreeParams {
+                    leaf_tokens: args.segment_tokens.unwrap_or(config.memory.segment_tokens),
+                    ..TreeParams::default()
+                },
+                svc.model(),
+            );
+            t.append(
+                &svc,
+                &prompts,
+                window,
+                &document,
+                &doc.display().to_string(),
+            )
+            .await?;
+            if let Some(path) = &args.save_memory {
+                summary_tree::save(&t, path)?;
+            }
+            t
+        }
+        (None, None) => bail!("give --memory or --doc"),
+    };
+    let outcome = tree
+        .ask(&svc, &prompts, window, &args.question, &args.options)
+        .await;
+    let ledger = svc.ledger().snapshot();
+    let trace = match outcome {
+        Ok(t) => t,
+        Err(e) => {
+            print_ledger(&ledger, started.elapsed());
+            return Err(e.into());
+        }
+    };
+    if let Some(path) = &args.trace {
+        std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{}", trace.answer);
+    eprintln!("\n{}", trace.summary());
+    print_ledger(&ledger, started.elapsed());
+    Ok(())
+}
+
 fn progress_bar() -> ProgressBar {
     ProgressBar::new(0).with_style(
         ProgressStyle::with_template(
@@ -774,7 +843,58 @@ fn progress_bar() -> ProgressBar {
     )
 }
 
+async fn build_tree(config: &Config, args: &BuildArgs) -> Result<()> {
+    use qrmem::methods::summary_tree::{self, SummaryTree, TreeParams};
+    let document = read_document(&args.doc)?;
+    let prompts = Prompts::load()?;
+    let svc = service(config)?;
+    let started = Instant::now();
+    let mut tree = if args.append && args.out.exists() {
+        summary_tree::load(&args.out)?
+    } else {
+        SummaryTree::new(
+            TreeParams {
+                leaf_tokens: args.segment_tokens.unwrap_or(config.memory.segment_tokens),
+                ..TreeParams::default()
+            },
+            svc.model(),
+        )
+    };
+    let before = tree.leaves.len();
+    let window = Window::new(config.navigate.context_window, config.navigate.reply_tokens);
+    let written = tree
+        .append(
+            &svc,
+            &prompts,
+            window,
+            &document,
+            &args.doc.display().to_string(),
+        )
+        .await?;
+    tree.ledger.add(&svc.ledger().snapshot());
+    summary_tree::save(&tree, &args.out)?;
+    println!(
+        "summary tree: {} leaves ({} new), {} summaries written now ({} in all), {} failures",
+        tree.leaves.len(),
+        tree.leaves.len() - before,
+        written,
+        tree.summaries.len(),
+        tree.failures.len()
+    );
+    println!("wrote {}", args.out.display());
+    print_ledger(&svc.ledger().snapshot(), started.elapsed());
+    Ok(())
+}
+
 async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
+    if args.kind == BuildKind::SummaryTree {
+        return build_tree(config, args).await;
+    }
+    if args.append {
+        bail!(
+            "--append works with --kind summary-tree only (a QRMeM memory is built per document)"
+        );
+    }
     let mut config = config.clone();
     if args.no_graph_update {
         config.memory.graph_update = false;

@@ -40,10 +40,12 @@ pub enum PromptId {
     Elaborate,
     TeUpdate,
     Quickstart,
+    TreeSummary,
+    TreeCut,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 12] = [
+    pub const ALL: [PromptId; 14] = [
         PromptId::Summary,
         PromptId::Entities,
         PromptId::Relations,
@@ -56,6 +58,8 @@ impl PromptId {
         PromptId::Elaborate,
         PromptId::TeUpdate,
         PromptId::Quickstart,
+        PromptId::TreeSummary,
+        PromptId::TreeCut,
     ];
 
     pub fn file(self) -> &'static str {
@@ -72,6 +76,8 @@ impl PromptId {
             PromptId::Elaborate => "elaborate.txt",
             PromptId::TeUpdate => "te_update.txt",
             PromptId::Quickstart => "quickstart.txt",
+            PromptId::TreeSummary => "tree_summary.txt",
+            PromptId::TreeCut => "tree_cut.txt",
         }
     }
 
@@ -97,6 +103,8 @@ impl PromptId {
             PromptId::Elaborate => &["entities", "relations", "question"],
             PromptId::TeUpdate => &["entities", "reason", "segments", "question"],
             PromptId::Quickstart => &["document", "question"],
+            PromptId::TreeSummary => &["prior_context", "entries"],
+            PromptId::TreeCut => &["question", "entries"],
         }
     }
 
@@ -114,6 +122,8 @@ impl PromptId {
             PromptId::Elaborate => include_str!("../prompts/elaborate.txt"),
             PromptId::TeUpdate => include_str!("../prompts/te_update.txt"),
             PromptId::Quickstart => include_str!("../prompts/quickstart.txt"),
+            PromptId::TreeSummary => include_str!("../prompts/tree_summary.txt"),
+            PromptId::TreeCut => include_str!("../prompts/tree_cut.txt"),
         }
     }
 }

@@ -404,3 +404,44 @@ async fn a_document_giving_instructions_does_not_change_the_output_format() {
     assert!(!answer.trim().is_empty() && answer.len() < 200, "{answer}");
     eprintln!("answer over the injection document: {answer:?}");
 }
+
+#[test]
+fn summary_tree_answers_over_the_sample() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.json");
+    let tree_path = dir.path().join("velden.qst");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["ask", "--method", "summary-tree", "--doc"])
+        .arg(format!("{root}/data/sample/velden.txt"))
+        .args(["--question", question.trim(), "--segment-tokens", "150"])
+        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .arg("--save-memory")
+        .arg(&tree_path)
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--cache-dir")
+        .arg(shared_cache())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty(), "an answer is printed");
+    let tree: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&tree_path).unwrap()).unwrap();
+    let leaves = tree["leaves"].as_array().unwrap().len();
+    assert!(leaves >= 2, "{leaves} leaves");
+    assert_eq!(tree["summaries"].as_object().unwrap().len(), leaves - 1);
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    let steps = trace["steps"].as_array().unwrap();
+    assert_eq!(steps.last().unwrap()["kind"], "answer");
+    assert!(steps.last().unwrap()["note"]
+        .as_str()
+        .unwrap()
+        .starts_with("final cut"));
+}

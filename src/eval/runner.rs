@@ -304,10 +304,10 @@ pub async fn run(
                     };
                     match got {
                         Ok((m, origin)) => {
-                            rec.segments = m.segments.len();
-                            rec.entities = m.entity_count();
-                            rec.relations = m.relation_count();
-                            rec.step_failures = m.failures.len();
+                            rec.segments = m.segments();
+                            rec.entities = m.entities();
+                            rec.relations = m.relations();
+                            rec.step_failures = m.failures();
                             let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
                             match origin {
                                 Origin::Built => c.memories_built += 1,

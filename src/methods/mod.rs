@@ -5,6 +5,7 @@
 
 mod spec;
 mod store;
+pub mod summary_tree;
 
 pub use spec::{
     answer as run, prepare, MemoryKind, MethodError, MethodSpec, PrepareCtx, METHOD_NAMES,

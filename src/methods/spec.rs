@@ -15,8 +15,10 @@ use crate::config::Config;
 use crate::embed::{EmbedError, Embedder};
 use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
-use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace};
+use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
 use crate::prompts::Prompts;
+
+use super::summary_tree::{SummaryTree, TreeError, TreeParams};
 
 /// The memory a method reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -30,6 +32,8 @@ pub enum MemoryKind {
     NoOpenEntity,
     /// Segments only (no LLM call): the baselines.
     Segments,
+    /// A left-heavy summary tree over the segments (seed 002).
+    SummaryTree,
 }
 
 impl MemoryKind {
@@ -39,6 +43,7 @@ impl MemoryKind {
             MemoryKind::NoGraphUpdate => "no-graph-update",
             MemoryKind::NoOpenEntity => "no-open-entity",
             MemoryKind::Segments => "segments",
+            MemoryKind::SummaryTree => "summary-tree",
         }
     }
 
@@ -53,7 +58,7 @@ impl MemoryKind {
         match self {
             MemoryKind::NoGraphUpdate => p.graph_update = false,
             MemoryKind::NoOpenEntity => p.open_entity = false,
-            MemoryKind::Graph | MemoryKind::Segments => {}
+            MemoryKind::Graph | MemoryKind::Segments | MemoryKind::SummaryTree => {}
         }
         p
     }
@@ -70,9 +75,11 @@ pub enum MethodSpec {
         memory: MemoryKind,
     },
     Baseline(Baseline),
+    /// Summary-tree cuts (seed 002).
+    SummaryTree,
 }
 
-pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full";
+pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree";
 
 impl FromStr for MethodSpec {
     type Err = String;
@@ -91,6 +98,7 @@ impl FromStr for MethodSpec {
             "kn-no-navigation" => nav(NavMethod::Kn, true, false, MemoryKind::Graph),
             "no-graph-update" => nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
             "no-open-entity" => nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
+            "summary-tree" => MethodSpec::SummaryTree,
             other => match other.parse::<Baseline>() {
                 Ok(b) => MethodSpec::Baseline(b),
                 Err(_) => return Err(format!("unknown method '{other}' (one of: {METHOD_NAMES})")),
@@ -103,6 +111,7 @@ impl fmt::Display for MethodSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             MethodSpec::Baseline(b) => b.fmt(f),
+            MethodSpec::SummaryTree => f.write_str("summary-tree"),
             MethodSpec::Navigate {
                 method,
                 reflection,
@@ -124,6 +133,7 @@ impl MethodSpec {
         match self {
             MethodSpec::Navigate { memory, .. } => *memory,
             MethodSpec::Baseline(_) => MemoryKind::Segments,
+            MethodSpec::SummaryTree => MemoryKind::SummaryTree,
         }
     }
 
@@ -142,6 +152,46 @@ pub enum MethodError {
     Embed(#[from] EmbedError),
     #[error(transparent)]
     Navigate(#[from] NavigateError),
+    #[error("summary tree: {0}")]
+    Tree(#[from] TreeError),
+    #[error("the method {method} cannot read a memory of kind {kind}")]
+    WrongMemory { method: String, kind: String },
+}
+
+/// A prepared memory: QRMeM's (or the baselines' segments-only) memory, or a summary tree.
+#[derive(Clone, Debug)]
+pub enum Prepared {
+    Graph(Box<Memory>),
+    Tree(Box<SummaryTree>),
+}
+
+impl Prepared {
+    /// Segments (leaves) of the document.
+    pub fn segments(&self) -> usize {
+        match self {
+            Prepared::Graph(m) => m.segments.len(),
+            Prepared::Tree(t) => t.leaves.len(),
+        }
+    }
+    pub fn entities(&self) -> usize {
+        match self {
+            Prepared::Graph(m) => m.entity_count(),
+            Prepared::Tree(_) => 0,
+        }
+    }
+    pub fn relations(&self) -> usize {
+        match self {
+            Prepared::Graph(m) => m.relation_count(),
+            Prepared::Tree(t) => t.summaries.len(),
+        }
+    }
+    /// Build steps that failed and were recorded.
+    pub fn failures(&self) -> usize {
+        match self {
+            Prepared::Graph(m) => m.failures.len(),
+            Prepared::Tree(t) => t.failures.len(),
+        }
+    }
 }
 
 /// What [`prepare`] needs besides the document.
@@ -161,8 +211,31 @@ pub async fn prepare(
     question: Option<&str>,
     name: &str,
     progress: Option<indicatif::ProgressBar>,
-) -> Result<Memory, MethodError> {
+) -> Result<Prepared, MethodError> {
     let params = kind.params(ctx.config);
+    if kind == MemoryKind::SummaryTree {
+        let nav = &ctx.config.navigate;
+        let mut tree = SummaryTree::new(
+            TreeParams {
+                leaf_tokens: params.segment_tokens,
+                ..TreeParams::default()
+            },
+            ctx.llm.model(),
+        );
+        tree.append(
+            ctx.llm,
+            ctx.prompts,
+            Window::new(nav.context_window, nav.reply_tokens),
+            document,
+            name,
+        )
+        .await?;
+        // The tree serves every question of the document; `question` does not orient it.
+        let _ = question;
+        // `ctx.llm` is the build's own scoped service in the runner and batch jobs.
+        tree.ledger = ctx.llm.ledger().snapshot();
+        return Ok(Prepared::Tree(Box::new(tree)));
+    }
     let mut memory = if kind.needs_llm() {
         let mut builder = Builder::new(ctx.llm, ctx.prompts, params, ctx.config.llm.concurrency);
         if let Some(bar) = progress {
@@ -176,7 +249,7 @@ pub async fn prepare(
         Memory::segments_only(document, params, ctx.llm.model())
     };
     crate::embed::index_memory(&mut memory, ctx.embedder)?;
-    Ok(memory)
+    Ok(Prepared::Graph(Box::new(memory)))
 }
 
 /// Answers `question` over `memory` with `spec`. `options` (multiple choice) make the answer
@@ -186,25 +259,43 @@ pub async fn answer(
     spec: MethodSpec,
     ctx: &Ctx<'_>,
     nav: &Options,
-    memory: &Memory,
+    prepared: &Prepared,
     question: &str,
     options: &[String],
 ) -> Result<Trace, MethodError> {
-    let mut trace = match spec {
-        MethodSpec::Baseline(b) => super::answer(b, ctx, memory, question, options).await?,
-        MethodSpec::Navigate {
-            method,
-            reflection,
-            navigation,
-            ..
-        } => {
+    let mut trace = match (spec, prepared) {
+        (MethodSpec::SummaryTree, Prepared::Tree(t)) => {
+            t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
+                .await?
+        }
+        (MethodSpec::Baseline(b), Prepared::Graph(m)) => {
+            super::answer(b, ctx, m, question, options).await?
+        }
+        (
+            MethodSpec::Navigate {
+                method,
+                reflection,
+                navigation,
+                ..
+            },
+            Prepared::Graph(m),
+        ) => {
             let mut opts = nav.clone();
             opts.method = method;
             opts.reflection = reflection;
             opts.navigation = navigation;
-            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, memory, opts)
+            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
                 .ask(question, options)
                 .await?
+        }
+        _ => {
+            return Err(MethodError::WrongMemory {
+                method: spec.to_string(),
+                kind: match prepared {
+                    Prepared::Graph(_) => "graph".into(),
+                    Prepared::Tree(_) => "summary-tree".into(),
+                },
+            })
         }
     };
     trace.method = spec.to_string();

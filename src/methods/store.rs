@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::spec::{prepare, MemoryKind, MethodError, PrepareCtx};
-use crate::memory::Memory;
+use super::spec::{prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
+use super::summary_tree;
 
 /// Where a memory came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +61,17 @@ impl MemoryDir {
         }
         let key = hex::encode(h.finalize());
         let doc = hex::encode(Sha256::digest(document.as_bytes()));
-        self.dir
-            .join(format!("{}-{}-{}.qrm", &doc[..16], kind.name(), &key[..16]))
+        let ext = if kind == MemoryKind::SummaryTree {
+            "qst"
+        } else {
+            "qrm"
+        };
+        self.dir.join(format!(
+            "{}-{}-{}.{ext}",
+            &doc[..16],
+            kind.name(),
+            &key[..16]
+        ))
     }
 
     /// Loads the memory for this content, or prepares and saves it.
@@ -74,7 +83,7 @@ impl MemoryDir {
         question: Option<&str>,
         name: &str,
         progress: Option<indicatif::ProgressBar>,
-    ) -> Result<(Memory, Origin), MethodError> {
+    ) -> Result<(Prepared, Origin), MethodError> {
         let path = self.path_for(kind, ctx, document, question);
         let lock = {
             let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,18 +94,31 @@ impl MemoryDir {
         };
         let _guard = lock.lock().await;
         if path.exists() {
-            match crate::memory::load(&path) {
+            let loaded = if kind == MemoryKind::SummaryTree {
+                summary_tree::load(&path)
+                    .map(|t| Prepared::Tree(Box::new(t)))
+                    .map_err(|e| e.to_string())
+            } else {
+                crate::memory::load(&path)
+                    .map(|m| Prepared::Graph(Box::new(m)))
+                    .map_err(|e| e.to_string())
+            };
+            match loaded {
                 Ok(m) => return Ok((m, Origin::Loaded)),
                 Err(e) => tracing::warn!("{e}; building it again"),
             }
         }
-        let memory = prepare(kind, ctx, document, question, name, progress).await?;
+        let prepared = prepare(kind, ctx, document, question, name, progress).await?;
         if kind.needs_llm() {
             // Saving is what makes the next run free; failing to save costs that, not this run.
-            if let Err(e) = crate::memory::save(&memory, &path) {
+            let saved = match &prepared {
+                Prepared::Graph(m) => crate::memory::save(m, &path).map_err(|e| e.to_string()),
+                Prepared::Tree(t) => summary_tree::save(t, &path).map_err(|e| e.to_string()),
+            };
+            if let Err(e) = saved {
                 tracing::warn!("{e}");
             }
         }
-        Ok((memory, Origin::Built))
+        Ok((prepared, Origin::Built))
     }
 }

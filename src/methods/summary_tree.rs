@@ -1,0 +1,532 @@
+//! Summary trees and cuts (seed 002, "Querying ultra-long contexts with summary trees").
+//!
+//! Leaves are the document's segments (in order; documents appended later add leaves at the
+//! end). Internal nodes summarise their two children with `prompts/tree_summary.txt`, given as
+//! prior context the top-level summaries of everything before them. The tree is left-heavy: a
+//! span of n > 1 leaves splits into the largest power of two below n on the left and the rest on
+//! the right, so the complete power-of-two subtrees never change when leaves are appended, and
+//! appending re-summarises only the new right spine. Summaries are stored by span, which makes
+//! that reuse automatic.
+//!
+//! Answering: a cut starts at the root; the LLM names the entry to refine with "INSUFFICIENT
+//! DETAIL <n>" (`prompts/tree_cut.txt`; leaves are marked INELIGIBLE DOCUMENT), and that entry is
+//! replaced by its children, until the cap on refinements, a reply naming no eligible entry, or
+//! a refinement that would overflow the window; the answer comes from the final cut through the
+//! shared answer prompt.
+//!
+//! Invariants: a summary of a span depends only on the leaves up to the span's end, so it is
+//! computed once; a failed summary is recorded and replaced by the concatenated child texts cut
+//! to the window, never dropped; the cut always covers every leaf exactly once, in order.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::llm::{ChatRequest, LedgerSnapshot, Message, Service};
+use crate::memory::StepFailure;
+use crate::navigate::{answer_from, option_letter, with_options, Step, Trace, Window};
+use crate::prompts::{PromptError, PromptId, Prompts};
+use crate::text::{count_tokens, segment, truncate_tokens};
+
+pub const FORMAT: &str = "qrmem-summary-tree";
+pub const VERSION: u32 = 1;
+
+/// A node: `len` leaves from `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Span {
+    /// The left-heavy split: the largest power of two strictly below `len` on the left.
+    pub fn children(self) -> Option<(Span, Span)> {
+        if self.len < 2 {
+            return None;
+        }
+        let k = 1usize << (usize::BITS - 1 - (self.len - 1).leading_zeros());
+        Some((
+            Span {
+                start: self.start,
+                len: k,
+            },
+            Span {
+                start: self.start + k,
+                len: self.len - k,
+            },
+        ))
+    }
+
+    fn key(self) -> String {
+        format!("{}+{}", self.start, self.len)
+    }
+}
+
+/// Every internal span of a tree over `n` leaves, children before parents, left before right.
+pub fn post_order(n: usize) -> Vec<Span> {
+    fn walk(s: Span, out: &mut Vec<Span>) {
+        if let Some((l, r)) = s.children() {
+            walk(l, out);
+            walk(r, out);
+            out.push(s);
+        }
+    }
+    let mut out = Vec::new();
+    if n > 0 {
+        walk(Span { start: 0, len: n }, &mut out);
+    }
+    out
+}
+
+/// The complete subtrees covering leaves `0..end` (the binary digits of `end`): the
+/// top-level nodes that precede a span starting at `end`.
+fn prefix_blocks(end: usize) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for bit in (0..usize::BITS).rev() {
+        let size = 1usize << bit;
+        if end - start >= size {
+            out.push(Span { start, len: size });
+            start += size;
+        }
+    }
+    out
+}
+
+#[derive(Debug, Error)]
+pub enum TreeError {
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("the document {0} is empty")]
+    EmptyDocument(String),
+    #[error("the summary tree is empty")]
+    EmptyTree,
+    #[error("the question is empty")]
+    EmptyQuestion,
+    #[error("the final answer failed: {0}")]
+    Answer(String),
+    #[error("cannot read the summary tree {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("cannot write the summary tree {path}: {message}")]
+    Write { path: String, message: String },
+}
+
+/// Build and cut settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeParams {
+    pub leaf_tokens: usize,
+    /// Prior context is cut to this many tokens (its most recent part).
+    pub prior_context_tokens: usize,
+    /// Refinements of a cut at most (the seed suggests a cap).
+    pub max_refinements: usize,
+}
+
+impl Default for TreeParams {
+    fn default() -> Self {
+        TreeParams {
+            leaf_tokens: 600,
+            prior_context_tokens: 1000,
+            max_refinements: 6,
+        }
+    }
+}
+
+/// The persisted tree.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SummaryTree {
+    pub format: String,
+    pub version: u32,
+    pub model: String,
+    pub params: TreeParams,
+    pub leaves: Vec<String>,
+    /// Span key ("start+len") -> summary.
+    pub summaries: BTreeMap<String, String>,
+    pub failures: Vec<StepFailure>,
+    pub ledger: LedgerSnapshot,
+    pub build_secs: f64,
+}
+
+impl SummaryTree {
+    pub fn new(params: TreeParams, model: &str) -> Self {
+        SummaryTree {
+            format: FORMAT.into(),
+            version: VERSION,
+            model: model.into(),
+            params,
+            leaves: Vec::new(),
+            summaries: BTreeMap::new(),
+            failures: Vec::new(),
+            ledger: LedgerSnapshot::default(),
+            build_secs: 0.0,
+        }
+    }
+
+    pub fn root(&self) -> Option<Span> {
+        (!self.leaves.is_empty()).then_some(Span {
+            start: 0,
+            len: self.leaves.len(),
+        })
+    }
+
+    /// The text shown for a node: a leaf's text, or the span's summary.
+    pub fn text(&self, s: Span) -> &str {
+        if s.len == 1 {
+            self.leaves.get(s.start).map_or("", String::as_str)
+        } else {
+            self.summaries.get(&s.key()).map_or("", String::as_str)
+        }
+    }
+
+    /// Appends `document` as new leaves and summarises every span that is new. Returns the
+    /// number of summaries written.
+    pub async fn append(
+        &mut self,
+        llm: &Service,
+        prompts: &Prompts,
+        window: Window,
+        document: &str,
+        name: &str,
+    ) -> Result<usize, TreeError> {
+        let started = Instant::now();
+        let segs = segment(document, self.params.leaf_tokens);
+        if segs.iter().all(|s| s.text.trim().is_empty()) {
+            return Err(TreeError::EmptyDocument(name.to_string()));
+        }
+        self.leaves.extend(segs.into_iter().map(|s| s.text));
+        let overhead = count_tokens(&prompts.render(
+            PromptId::TreeSummary,
+            &[("prior_context", ""), ("entries", "")],
+        )?);
+        let budget = window
+            .prompt_budget()
+            .saturating_sub(overhead + self.params.prior_context_tokens);
+        let mut written = 0;
+        for span in post_order(self.leaves.len()) {
+            if self.summaries.contains_key(&span.key()) {
+                continue;
+            }
+            let Some((l, r)) = span.children() else {
+                continue;
+            };
+            let prior: Vec<&str> = prefix_blocks(span.start)
+                .into_iter()
+                .map(|b| self.text(b))
+                .collect();
+            let prior =
+                truncate_tokens(&prior.join("\n\n"), self.params.prior_context_tokens, true);
+            let half = budget / 2;
+            let entries = format!(
+                "Part 1:\n{}\n\nPart 2:\n{}",
+                truncate_tokens(self.text(l), half, false),
+                truncate_tokens(self.text(r), half, false)
+            );
+            let prompt = prompts.render(
+                PromptId::TreeSummary,
+                &[("prior_context", &prior), ("entries", &entries)],
+            )?;
+            let request = ChatRequest {
+                messages: vec![Message::user(prompt)],
+                sampling: llm.sampling(),
+                schema: None,
+            };
+            let summary = match llm.chat("tree_summary", &request).await {
+                Ok(reply) if !reply.content.trim().is_empty() && !reply.was_cut_off() => {
+                    reply.content.trim().to_string()
+                }
+                Ok(reply) => {
+                    llm.ledger().record_failed_step("tree_summary");
+                    let why = if reply.was_cut_off() {
+                        "cut off at max_tokens"
+                    } else {
+                        "empty reply"
+                    };
+                    self.failures.push(StepFailure {
+                        segment: Some(span.start),
+                        step: "tree_summary".into(),
+                        error: format!("span {}: {why}; the children's text stands in", span.key()),
+                    });
+                    if reply.was_cut_off() && !reply.content.trim().is_empty() {
+                        reply.content.trim().to_string()
+                    } else {
+                        truncate_tokens(&entries, budget, false)
+                    }
+                }
+                Err(e) => {
+                    llm.ledger().record_failed_step("tree_summary");
+                    self.failures.push(StepFailure {
+                        segment: Some(span.start),
+                        step: "tree_summary".into(),
+                        error: format!("span {}: {e}; the children's text stands in", span.key()),
+                    });
+                    truncate_tokens(&entries, budget, false)
+                }
+            };
+            self.summaries.insert(span.key(), summary);
+            written += 1;
+        }
+        self.build_secs += started.elapsed().as_secs_f64();
+        Ok(written)
+    }
+
+    /// Answers `question` from a cut refined by the LLM.
+    pub async fn ask(
+        &self,
+        llm: &Service,
+        prompts: &Prompts,
+        window: Window,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, TreeError> {
+        if question.trim().is_empty() {
+            return Err(TreeError::EmptyQuestion);
+        }
+        let root = self.root().ok_or(TreeError::EmptyTree)?;
+        let before = llm.ledger().snapshot().total();
+        let q = with_options(question, options);
+        let cut_overhead =
+            count_tokens(&prompts.render(PromptId::TreeCut, &[("question", &q), ("entries", "")])?);
+        let answer_overhead =
+            count_tokens(&prompts.render(PromptId::Answer, &[("question", &q), ("segments", "")])?);
+        let budget = window
+            .prompt_budget()
+            .saturating_sub(cut_overhead.max(answer_overhead));
+        let mut cut = vec![root];
+        let mut steps = Vec::new();
+        let mut failures = Vec::new();
+        let marker = Regex::new(r"(?i)INSUFFICIENT\s+DETAIL\W{0,3}(\d+)")
+            .map_err(|e| TreeError::Answer(e.to_string()))?;
+        for _ in 0..self.params.max_refinements {
+            if cut.iter().all(|s| s.len == 1) {
+                break;
+            }
+            let entries = self.render_cut(&cut);
+            let prompt = prompts.render(
+                PromptId::TreeCut,
+                &[("question", &q), ("entries", &entries)],
+            )?;
+            let request = ChatRequest {
+                messages: vec![Message::user(prompt)],
+                sampling: llm.sampling(),
+                schema: None,
+            };
+            let reply = match llm.chat("tree_cut", &request).await {
+                Ok(r) => r.content,
+                Err(e) => {
+                    failures.push(format!("tree_cut: {e}"));
+                    break;
+                }
+            };
+            // The first number that names an eligible entry.
+            let pick = marker
+                .captures_iter(&reply)
+                .filter_map(|c| c.get(1)?.as_str().parse::<usize>().ok())
+                .find(|&n| n >= 1 && n <= cut.len() && cut[n - 1].len > 1);
+            let Some(n) = pick else {
+                steps.push(Step {
+                    kind: "cut".into(),
+                    note: "the reply names no eligible entry: the cut stands".into(),
+                    reason: reply.chars().take(300).collect(),
+                    ..Step::default()
+                });
+                break;
+            };
+            let node = cut[n - 1];
+            let Some((l, r)) = node.children() else { break };
+            let mut next = cut.clone();
+            next.splice(n - 1..n, [l, r]);
+            let size = count_tokens(&self.render_cut(&next));
+            if size > budget {
+                steps.push(Step {
+                    kind: "cut".into(),
+                    note: format!("refining entry {n} ({}) would take {size} tokens, over the window's {budget}: the cut stands", node.key()),
+                    reason: reply.chars().take(300).collect(),
+                    ..Step::default()
+                });
+                break;
+            }
+            steps.push(Step {
+                kind: "cut".into(),
+                segments: (node.start..node.start + node.len).collect(),
+                note: format!(
+                    "INSUFFICIENT DETAIL {n}: span {} -> {} + {}",
+                    node.key(),
+                    l.key(),
+                    r.key()
+                ),
+                reason: reply.chars().take(300).collect(),
+                ..Step::default()
+            });
+            cut = next;
+        }
+        let text = truncate_tokens(&self.render_plain(&cut), budget, false);
+        let (answer, reasoning) = answer_from(llm, prompts, &q, &text)
+            .await
+            .map_err(|e| TreeError::Answer(e.to_string()))?;
+        let answer = if options.is_empty() {
+            answer.trim().to_string()
+        } else {
+            option_letter(&answer, options.len())
+        };
+        let leaves: Vec<usize> = cut.iter().filter(|s| s.len == 1).map(|s| s.start).collect();
+        steps.push(Step {
+            kind: "answer".into(),
+            segments: leaves.clone(),
+            note: format!(
+                "final cut: {}",
+                cut.iter().map(|s| s.key()).collect::<Vec<_>>().join(", ")
+            ),
+            reason: reasoning.clone(),
+            ..Step::default()
+        });
+        let after = llm.ledger().snapshot().total();
+        Ok(Trace {
+            method: "summary-tree".into(),
+            question: question.to_string(),
+            answer,
+            answered: false,
+            reasoning,
+            start_entities: vec![],
+            steps,
+            segments_used: leaves.clone(),
+            final_segments: leaves,
+            requests: after.requests - before.requests,
+            cache_hits: after.cache_hits - before.cache_hits,
+            prompt_tokens: after.prompt_tokens - before.prompt_tokens,
+            completion_tokens: after.completion_tokens - before.completion_tokens,
+            failures,
+        })
+    }
+
+    /// The cut as the cut prompt shows it: numbered, leaves marked ineligible.
+    fn render_cut(&self, cut: &[Span]) -> String {
+        cut.iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if s.len == 1 {
+                    format!("{}. INELIGIBLE DOCUMENT\n{}", i + 1, self.text(*s))
+                } else {
+                    format!("{}. {}", i + 1, self.text(*s))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    fn render_plain(&self, cut: &[Span]) -> String {
+        cut.iter()
+            .map(|s| self.text(*s))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+/// Writes the tree atomically.
+pub fn save(tree: &SummaryTree, path: &Path) -> Result<(), TreeError> {
+    use std::io::Write;
+    let err = |message: String| TreeError::Write {
+        path: path.display().to_string(),
+        message,
+    };
+    let bytes = serde_json::to_vec(tree).map_err(|e| err(e.to_string()))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| err(e.to_string()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| err(e.to_string()))?;
+    tmp.write_all(&bytes).map_err(|e| err(e.to_string()))?;
+    crate::fsutil::readable_by_all(tmp.as_file());
+    tmp.as_file().sync_all().map_err(|e| err(e.to_string()))?;
+    tmp.persist(path).map_err(|e| err(e.error.to_string()))?;
+    Ok(())
+}
+
+/// Reads a tree, checking its format and version.
+pub fn load(path: &Path) -> Result<SummaryTree, TreeError> {
+    let err = |message: String| TreeError::Read {
+        path: path.display().to_string(),
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| err(format!("corrupt or truncated ({e})")))?;
+    if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+        return Err(err(format!(
+            "not a summary tree (no \"format\": \"{FORMAT}\")"
+        )));
+    }
+    if v.get("version").and_then(|f| f.as_u64()) != Some(u64::from(VERSION)) {
+        return Err(err(format!("a version other than {VERSION}; rebuild it")));
+    }
+    serde_json::from_value(v).map_err(|e| err(format!("corrupt ({e})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(s: Span) -> String {
+        match s.children() {
+            None => "x".into(),
+            Some((l, r)) => format!("({} {})", shape(l), shape(r)),
+        }
+    }
+
+    #[test]
+    fn left_heavy_shapes_for_one_to_nine_leaves() {
+        let expected = [
+            "x",
+            "(x x)",
+            "((x x) x)",
+            "((x x) (x x))",
+            "(((x x) (x x)) x)",
+            "(((x x) (x x)) (x x))",
+            "(((x x) (x x)) ((x x) x))",
+            "(((x x) (x x)) ((x x) (x x)))",
+            "((((x x) (x x)) ((x x) (x x))) x)",
+        ];
+        for (i, e) in expected.iter().enumerate() {
+            assert_eq!(
+                shape(Span {
+                    start: 0,
+                    len: i + 1
+                }),
+                *e,
+                "{} leaves",
+                i + 1
+            );
+            assert_eq!(post_order(i + 1).len(), i, "n - 1 internal nodes");
+        }
+        // Appending never changes an existing complete block: the spans of n leaves that are not
+        // spans of n + 1 leaves lie on the right spine only.
+        for n in 1..40usize {
+            let old: std::collections::BTreeSet<Span> = post_order(n).into_iter().collect();
+            let new: std::collections::BTreeSet<Span> = post_order(n + 1).into_iter().collect();
+            for s in old.difference(&new) {
+                assert_eq!(
+                    s.start + s.len,
+                    n,
+                    "only spans ending at the old end change: {s:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_blocks_are_the_binary_digits() {
+        let b = prefix_blocks(13);
+        assert_eq!(
+            b,
+            vec![
+                Span { start: 0, len: 8 },
+                Span { start: 8, len: 4 },
+                Span { start: 12, len: 1 }
+            ]
+        );
+        assert!(prefix_blocks(0).is_empty());
+    }
+}
