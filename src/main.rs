@@ -195,6 +195,9 @@ struct AskArgs {
     /// Write the full trace as JSON here.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// knowledge-tree / memwalker with --doc: characters per leaf chunk (the seed: 5000).
+    #[arg(long, requires = "doc")]
+    chunk_chars: Option<usize>,
 }
 
 #[derive(Args)]
@@ -665,6 +668,9 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if args.method.as_deref() == Some("summary-tree") {
         return ask_tree(&config, args).await;
     }
+    if matches!(args.method.as_deref(), Some("knowledge-tree" | "memwalker")) {
+        return ask_kt(&config, args).await;
+    }
     let baseline = args
         .method
         .as_deref()
@@ -779,6 +785,73 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+async fn ask_kt(config: &Config, args: &AskArgs) -> Result<()> {
+    use qrmem::methods::knowledge_tree::{self, KnowledgeTree, KtParams, Variant};
+    let prompts = Prompts::load()?;
+    let svc = service(config)?;
+    let started = Instant::now();
+    let window = Window::new(config.navigate.context_window, config.navigate.reply_tokens);
+    let variant = if args.method.as_deref() == Some("memwalker") {
+        Variant::MemWalker
+    } else {
+        Variant::KnowledgeTree
+    };
+    let tree = match (&args.memory, &args.doc) {
+        (Some(path), _) => {
+            let t = knowledge_tree::load(path).map_err(anyhow::Error::msg)?;
+            if t.variant != variant {
+                bail!(
+                    "{} is a {:?} tree, not {:?}",
+                    path.display(),
+                    t.variant,
+                    variant
+                );
+            }
+            t
+        }
+        (None, Some(doc)) => {
+            let document = read_document(doc)?;
+            let mut params = KtParams::default();
+            if let Some(c) = args.chunk_chars {
+                params.chunk_chars = c.max(100);
+            }
+            let ctx = knowledge_tree::BuildCtx {
+                llm: &svc,
+                prompts: &prompts,
+                window,
+                concurrency: config.llm.concurrency,
+            };
+            let t =
+                KnowledgeTree::build(&ctx, variant, params, &document, &doc.display().to_string())
+                    .await?;
+            if let Some(path) = &args.save_memory {
+                knowledge_tree::save(&t, path).map_err(anyhow::Error::msg)?;
+            }
+            t
+        }
+        (None, None) => bail!("give --memory or --doc"),
+    };
+    let outcome = tree
+        .ask(&svc, &prompts, window, &args.question, &args.options)
+        .await;
+    let ledger = svc.ledger().snapshot();
+    let trace = match outcome {
+        Ok(t) => t,
+        Err(e) => {
+            print_ledger(&ledger, started.elapsed());
+            return Err(e.into());
+        }
+    };
+    if let Some(path) = &args.trace {
+        std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{}", trace.answer);
+    eprintln!("\n{}", trace.summary());
+    print_ledger(&ledger, started.elapsed());
+    Ok(())
 }
 
 async fn ask_tree(config: &Config, args: &AskArgs) -> Result<()> {

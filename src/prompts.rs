@@ -42,10 +42,14 @@ pub enum PromptId {
     Quickstart,
     TreeSummary,
     TreeCut,
+    KtTaxonomy,
+    KtNode,
+    KtChoose,
+    KtAnswer,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 14] = [
+    pub const ALL: [PromptId; 18] = [
         PromptId::Summary,
         PromptId::Entities,
         PromptId::Relations,
@@ -60,6 +64,10 @@ impl PromptId {
         PromptId::Quickstart,
         PromptId::TreeSummary,
         PromptId::TreeCut,
+        PromptId::KtTaxonomy,
+        PromptId::KtNode,
+        PromptId::KtChoose,
+        PromptId::KtAnswer,
     ];
 
     pub fn file(self) -> &'static str {
@@ -78,6 +86,10 @@ impl PromptId {
             PromptId::Quickstart => "quickstart.txt",
             PromptId::TreeSummary => "tree_summary.txt",
             PromptId::TreeCut => "tree_cut.txt",
+            PromptId::KtTaxonomy => "kt_taxonomy.txt",
+            PromptId::KtNode => "kt_node.txt",
+            PromptId::KtChoose => "kt_choose.txt",
+            PromptId::KtAnswer => "kt_answer.txt",
         }
     }
 
@@ -105,6 +117,10 @@ impl PromptId {
             PromptId::Quickstart => &["document", "question"],
             PromptId::TreeSummary => &["prior_context", "entries"],
             PromptId::TreeCut => &["question", "entries"],
+            PromptId::KtTaxonomy => &[],
+            PromptId::KtNode => &["level", "taxonomy", "content"],
+            PromptId::KtChoose => &["level", "root_summary", "branch", "options", "question"],
+            PromptId::KtAnswer => &["content", "question"],
         }
     }
 
@@ -124,6 +140,10 @@ impl PromptId {
             PromptId::Quickstart => include_str!("../prompts/quickstart.txt"),
             PromptId::TreeSummary => include_str!("../prompts/tree_summary.txt"),
             PromptId::TreeCut => include_str!("../prompts/tree_cut.txt"),
+            PromptId::KtTaxonomy => include_str!("../prompts/kt_taxonomy.txt"),
+            PromptId::KtNode => include_str!("../prompts/kt_node.txt"),
+            PromptId::KtChoose => include_str!("../prompts/kt_choose.txt"),
+            PromptId::KtAnswer => include_str!("../prompts/kt_answer.txt"),
         }
     }
 }

@@ -445,3 +445,50 @@ fn summary_tree_answers_over_the_sample() {
         .unwrap()
         .starts_with("final cut"));
 }
+
+/// Knowledge Tree and MemWalker over the sample at 300-character leaves (4 leaves, one root).
+#[test]
+fn knowledge_tree_and_memwalker_answer_over_the_sample() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    for method in ["knowledge-tree", "memwalker"] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace_path = dir.path().join("trace.json");
+        let tree_path = dir.path().join("velden.qkt");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+            .args(["ask", "--method", method, "--doc"])
+            .arg(format!("{root}/data/sample/velden.txt"))
+            .args(["--question", question.trim(), "--chunk-chars", "300"])
+            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+            .arg("--save-memory")
+            .arg(&tree_path)
+            .arg("--trace")
+            .arg(&trace_path)
+            .arg("--cache-dir")
+            .arg(shared_cache())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{method}: {stdout}\n{stderr}");
+        assert!(!stdout.trim().is_empty(), "{method}: an answer is printed");
+        let tree: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&tree_path).unwrap()).unwrap();
+        let nodes = tree["nodes"].as_array().unwrap();
+        assert!(nodes.len() >= 3, "{method}: leaves and a root");
+        assert_eq!(nodes.last().unwrap()["level"], "Root");
+        assert!(nodes
+            .iter()
+            .all(|n| !n["meta"]["summary"].as_str().unwrap().is_empty()));
+        let trace: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+        let steps = trace["steps"].as_array().unwrap();
+        assert!(
+            steps.iter().any(|s| s["kind"] == "leaf"),
+            "{method}: {steps:?}"
+        );
+        assert_eq!(trace["method"], method);
+    }
+}

@@ -18,6 +18,7 @@ use crate::memory::{BuildError, BuildParams, Builder, Memory};
 use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
 use crate::prompts::Prompts;
 
+use super::knowledge_tree::{BuildCtx, KnowledgeTree, KtError, KtParams, Variant};
 use super::summary_tree::{SummaryTree, TreeError, TreeParams};
 
 /// The memory a method reads.
@@ -34,6 +35,10 @@ pub enum MemoryKind {
     Segments,
     /// A left-heavy summary tree over the segments (seed 002).
     SummaryTree,
+    /// A Knowledge Tree with structured metadata (seed 000).
+    KnowledgeTree,
+    /// The same tree with plain summaries (MemWalker, seed 000's baseline).
+    MemWalker,
 }
 
 impl MemoryKind {
@@ -44,6 +49,8 @@ impl MemoryKind {
             MemoryKind::NoOpenEntity => "no-open-entity",
             MemoryKind::Segments => "segments",
             MemoryKind::SummaryTree => "summary-tree",
+            MemoryKind::KnowledgeTree => "knowledge-tree",
+            MemoryKind::MemWalker => "memwalker",
         }
     }
 
@@ -58,7 +65,11 @@ impl MemoryKind {
         match self {
             MemoryKind::NoGraphUpdate => p.graph_update = false,
             MemoryKind::NoOpenEntity => p.open_entity = false,
-            MemoryKind::Graph | MemoryKind::Segments | MemoryKind::SummaryTree => {}
+            MemoryKind::Graph
+            | MemoryKind::Segments
+            | MemoryKind::SummaryTree
+            | MemoryKind::KnowledgeTree
+            | MemoryKind::MemWalker => {}
         }
         p
     }
@@ -77,9 +88,13 @@ pub enum MethodSpec {
     Baseline(Baseline),
     /// Summary-tree cuts (seed 002).
     SummaryTree,
+    /// Knowledge Tree navigation (seed 000).
+    KnowledgeTree,
+    /// MemWalker navigation (seed 000's baseline).
+    MemWalker,
 }
 
-pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree";
+pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree, knowledge-tree, memwalker";
 
 impl FromStr for MethodSpec {
     type Err = String;
@@ -99,6 +114,8 @@ impl FromStr for MethodSpec {
             "no-graph-update" => nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
             "no-open-entity" => nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
             "summary-tree" => MethodSpec::SummaryTree,
+            "knowledge-tree" => MethodSpec::KnowledgeTree,
+            "memwalker" => MethodSpec::MemWalker,
             other => match other.parse::<Baseline>() {
                 Ok(b) => MethodSpec::Baseline(b),
                 Err(_) => return Err(format!("unknown method '{other}' (one of: {METHOD_NAMES})")),
@@ -112,6 +129,8 @@ impl fmt::Display for MethodSpec {
         match *self {
             MethodSpec::Baseline(b) => b.fmt(f),
             MethodSpec::SummaryTree => f.write_str("summary-tree"),
+            MethodSpec::KnowledgeTree => f.write_str("knowledge-tree"),
+            MethodSpec::MemWalker => f.write_str("memwalker"),
             MethodSpec::Navigate {
                 method,
                 reflection,
@@ -134,6 +153,8 @@ impl MethodSpec {
             MethodSpec::Navigate { memory, .. } => *memory,
             MethodSpec::Baseline(_) => MemoryKind::Segments,
             MethodSpec::SummaryTree => MemoryKind::SummaryTree,
+            MethodSpec::KnowledgeTree => MemoryKind::KnowledgeTree,
+            MethodSpec::MemWalker => MemoryKind::MemWalker,
         }
     }
 
@@ -154,6 +175,8 @@ pub enum MethodError {
     Navigate(#[from] NavigateError),
     #[error("summary tree: {0}")]
     Tree(#[from] TreeError),
+    #[error("knowledge tree: {0}")]
+    Kt(#[from] KtError),
     #[error("the method {method} cannot read a memory of kind {kind}")]
     WrongMemory { method: String, kind: String },
 }
@@ -163,6 +186,7 @@ pub enum MethodError {
 pub enum Prepared {
     Graph(Box<Memory>),
     Tree(Box<SummaryTree>),
+    Kt(Box<KnowledgeTree>),
 }
 
 impl Prepared {
@@ -171,18 +195,20 @@ impl Prepared {
         match self {
             Prepared::Graph(m) => m.segments.len(),
             Prepared::Tree(t) => t.leaves.len(),
+            Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_some()).count(),
         }
     }
     pub fn entities(&self) -> usize {
         match self {
             Prepared::Graph(m) => m.entity_count(),
-            Prepared::Tree(_) => 0,
+            Prepared::Tree(_) | Prepared::Kt(_) => 0,
         }
     }
     pub fn relations(&self) -> usize {
         match self {
             Prepared::Graph(m) => m.relation_count(),
             Prepared::Tree(t) => t.summaries.len(),
+            Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_none()).count(),
         }
     }
     /// Build steps that failed and were recorded.
@@ -190,6 +216,7 @@ impl Prepared {
         match self {
             Prepared::Graph(m) => m.failures.len(),
             Prepared::Tree(t) => t.failures.len(),
+            Prepared::Kt(t) => t.failures.len(),
         }
     }
 }
@@ -213,6 +240,23 @@ pub async fn prepare(
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<Prepared, MethodError> {
     let params = kind.params(ctx.config);
+    if matches!(kind, MemoryKind::KnowledgeTree | MemoryKind::MemWalker) {
+        let nav = &ctx.config.navigate;
+        let variant = if kind == MemoryKind::MemWalker {
+            Variant::MemWalker
+        } else {
+            Variant::KnowledgeTree
+        };
+        let build = BuildCtx {
+            llm: ctx.llm,
+            prompts: ctx.prompts,
+            window: Window::new(nav.context_window, nav.reply_tokens),
+            concurrency: ctx.config.llm.concurrency,
+        };
+        let tree =
+            KnowledgeTree::build(&build, variant, KtParams::default(), document, name).await?;
+        return Ok(Prepared::Kt(Box::new(tree)));
+    }
     if kind == MemoryKind::SummaryTree {
         let nav = &ctx.config.navigate;
         let mut tree = SummaryTree::new(
@@ -268,6 +312,12 @@ pub async fn answer(
             t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
                 .await?
         }
+        (MethodSpec::KnowledgeTree | MethodSpec::MemWalker, Prepared::Kt(t))
+            if (spec == MethodSpec::MemWalker) == (t.variant == Variant::MemWalker) =>
+        {
+            t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
+                .await?
+        }
         (MethodSpec::Baseline(b), Prepared::Graph(m)) => {
             super::answer(b, ctx, m, question, options).await?
         }
@@ -294,6 +344,7 @@ pub async fn answer(
                 kind: match prepared {
                     Prepared::Graph(_) => "graph".into(),
                     Prepared::Tree(_) => "summary-tree".into(),
+                    Prepared::Kt(t) => format!("{:?}", t.variant),
                 },
             })
         }
