@@ -671,6 +671,9 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if matches!(args.method.as_deref(), Some("knowledge-tree" | "memwalker")) {
         return ask_kt(&config, args).await;
     }
+    if args.method.as_deref() == Some("garlic") {
+        return ask_garlic(&config, args).await;
+    }
     let baseline = args
         .method
         .as_deref()
@@ -734,22 +737,7 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
                 .await
         }
     };
-    let ledger = svc.ledger().snapshot();
-    let trace = match outcome {
-        Ok(t) => t,
-        Err(e) => {
-            print_ledger(&ledger, started.elapsed());
-            return Err(e.into());
-        }
-    };
-    if let Some(path) = &args.trace {
-        std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    println!("{}", trace.answer);
-    eprintln!("\n{}", trace.summary());
-    print_ledger(&ledger, started.elapsed());
-    Ok(())
+    finish_ask(outcome.map_err(anyhow::Error::from), &svc, started, args)
 }
 
 async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
@@ -785,6 +773,49 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+async fn ask_garlic(config: &Config, args: &AskArgs) -> Result<()> {
+    use qrmem::methods::garlic::{self, Garlic, GarlicCtx, GarlicParams};
+    let prompts = Prompts::load()?;
+    let svc = service(config)?;
+    let embedder = load_embedder(config)?;
+    let started = Instant::now();
+    let window = Window::new(config.navigate.context_window, config.navigate.reply_tokens);
+    let g = match (&args.memory, &args.doc) {
+        (Some(path), _) => garlic::load(path).map_err(anyhow::Error::msg)?,
+        (None, Some(doc)) => {
+            let document = read_document(doc)?;
+            let mut params = GarlicParams::default();
+            if let Some(n) = args.segment_tokens {
+                params.chunk_tokens = n;
+            }
+            let ctx = GarlicCtx {
+                llm: &svc,
+                prompts: &prompts,
+                embedder: &embedder,
+                window,
+                concurrency: config.llm.concurrency,
+            };
+            let g = Garlic::build(&ctx, params, &document, &doc.display().to_string()).await?;
+            if let Some(path) = &args.save_memory {
+                garlic::save(&g, path).map_err(anyhow::Error::msg)?;
+            }
+            g
+        }
+        (None, None) => bail!("give --memory or --doc"),
+    };
+    let outcome = g
+        .ask(
+            &svc,
+            &prompts,
+            &embedder,
+            window,
+            &args.question,
+            &args.options,
+        )
+        .await;
+    finish_ask(outcome.map_err(anyhow::Error::from), &svc, started, args)
 }
 
 async fn ask_kt(config: &Config, args: &AskArgs) -> Result<()> {
@@ -836,22 +867,7 @@ async fn ask_kt(config: &Config, args: &AskArgs) -> Result<()> {
     let outcome = tree
         .ask(&svc, &prompts, window, &args.question, &args.options)
         .await;
-    let ledger = svc.ledger().snapshot();
-    let trace = match outcome {
-        Ok(t) => t,
-        Err(e) => {
-            print_ledger(&ledger, started.elapsed());
-            return Err(e.into());
-        }
-    };
-    if let Some(path) = &args.trace {
-        std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    println!("{}", trace.answer);
-    eprintln!("\n{}", trace.summary());
-    print_ledger(&ledger, started.elapsed());
-    Ok(())
+    finish_ask(outcome.map_err(anyhow::Error::from), &svc, started, args)
 }
 
 async fn ask_tree(config: &Config, args: &AskArgs) -> Result<()> {
@@ -889,12 +905,22 @@ async fn ask_tree(config: &Config, args: &AskArgs) -> Result<()> {
     let outcome = tree
         .ask(&svc, &prompts, window, &args.question, &args.options)
         .await;
+    finish_ask(outcome.map_err(anyhow::Error::from), &svc, started, args)
+}
+
+/// Prints the answer, the trace summary and the ledger; writes the trace file if asked.
+fn finish_ask(
+    outcome: Result<qrmem::navigate::Trace>,
+    svc: &Service,
+    started: Instant,
+    args: &AskArgs,
+) -> Result<()> {
     let ledger = svc.ledger().snapshot();
     let trace = match outcome {
         Ok(t) => t,
         Err(e) => {
             print_ledger(&ledger, started.elapsed());
-            return Err(e.into());
+            return Err(e);
         }
     };
     if let Some(path) = &args.trace {

@@ -46,10 +46,13 @@ pub enum PromptId {
     KtNode,
     KtChoose,
     KtAnswer,
+    GarlicSummary,
+    GarlicCheck,
+    GarlicAnswer,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 18] = [
+    pub const ALL: [PromptId; 21] = [
         PromptId::Summary,
         PromptId::Entities,
         PromptId::Relations,
@@ -68,6 +71,9 @@ impl PromptId {
         PromptId::KtNode,
         PromptId::KtChoose,
         PromptId::KtAnswer,
+        PromptId::GarlicSummary,
+        PromptId::GarlicCheck,
+        PromptId::GarlicAnswer,
     ];
 
     pub fn file(self) -> &'static str {
@@ -90,6 +96,9 @@ impl PromptId {
             PromptId::KtNode => "kt_node.txt",
             PromptId::KtChoose => "kt_choose.txt",
             PromptId::KtAnswer => "kt_answer.txt",
+            PromptId::GarlicSummary => "garlic_summary.txt",
+            PromptId::GarlicCheck => "garlic_check.txt",
+            PromptId::GarlicAnswer => "garlic_answer.txt",
         }
     }
 
@@ -121,6 +130,9 @@ impl PromptId {
             PromptId::KtNode => &["level", "taxonomy", "content"],
             PromptId::KtChoose => &["level", "root_summary", "branch", "options", "question"],
             PromptId::KtAnswer => &["content", "question"],
+            PromptId::GarlicSummary => &["information"],
+            PromptId::GarlicCheck => &["question", "information"],
+            PromptId::GarlicAnswer => &[],
         }
     }
 
@@ -144,6 +156,9 @@ impl PromptId {
             PromptId::KtNode => include_str!("../prompts/kt_node.txt"),
             PromptId::KtChoose => include_str!("../prompts/kt_choose.txt"),
             PromptId::KtAnswer => include_str!("../prompts/kt_answer.txt"),
+            PromptId::GarlicSummary => include_str!("../prompts/garlic_summary.txt"),
+            PromptId::GarlicCheck => include_str!("../prompts/garlic_check.txt"),
+            PromptId::GarlicAnswer => include_str!("../prompts/garlic_answer.txt"),
         }
     }
 }

@@ -492,3 +492,52 @@ fn knowledge_tree_and_memwalker_answer_over_the_sample() {
         assert_eq!(trace["method"], method);
     }
 }
+
+#[test]
+fn garlic_answers_over_the_sample() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.json");
+    let graph_path = dir.path().join("velden.qgr");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["ask", "--method", "garlic", "--doc"])
+        .arg(format!("{root}/data/sample/velden.txt"))
+        .args(["--question", question.trim(), "--segment-tokens", "100"])
+        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .arg("--save-memory")
+        .arg(&graph_path)
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--cache-dir")
+        .arg(shared_cache())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty(), "an answer is printed");
+    let g: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&graph_path).unwrap()).unwrap();
+    let nodes = g["nodes"].as_array().unwrap();
+    assert!(
+        nodes.iter().any(|n| n["level"] == 2),
+        "Information Points were made"
+    );
+    for n in nodes.iter().filter(|n| n["level"].as_u64().unwrap() > 1) {
+        let sum: f64 = n["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c[1].as_f64().unwrap())
+            .sum();
+        assert!((sum - 1.0).abs() < 1e-3);
+    }
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    let steps = trace["steps"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["kind"] == "check"));
+    assert_eq!(steps.last().unwrap()["kind"], "answer");
+}

@@ -175,6 +175,7 @@ mod tests {
             usage: Usage {
                 prompt_tokens: 5,
                 completion_tokens: 2,
+                ..Usage::default()
             },
             attempts: 2,
             cached: false,

@@ -26,6 +26,9 @@ pub struct StageStats {
     pub failed_steps: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server reused from its prompt cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     /// Summed wall time of the calls, seconds (calls in parallel each count in full).
     pub wall_secs: f64,
 }
@@ -40,6 +43,7 @@ impl StageStats {
         self.failed_steps += other.failed_steps;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.wall_secs += other.wall_secs;
     }
 }
@@ -132,6 +136,16 @@ impl fmt::Display for LedgerSnapshot {
         }
         if self.stages.len() != 1 {
             row("total", &self.total())?;
+        }
+        let t = self.total();
+        if t.cached_prompt_tokens > 0 {
+            writeln!(
+                f,
+                "prompt tokens from the server's prompt cache: {} of {} ({:.0}%)",
+                t.cached_prompt_tokens,
+                t.prompt_tokens,
+                100.0 * t.cached_prompt_tokens as f64 / t.prompt_tokens.max(1) as f64
+            )?;
         }
         if self.in_flight.span_secs > 0.0 {
             writeln!(
@@ -233,6 +247,7 @@ impl Ledger {
             s.retries += u64::from(attempts.saturating_sub(1));
             s.prompt_tokens += usage.prompt_tokens;
             s.completion_tokens += usage.completion_tokens;
+            s.cached_prompt_tokens += usage.cached_prompt_tokens;
             s.wall_secs += wall.as_secs_f64();
         });
     }
@@ -289,6 +304,7 @@ mod tests {
         let u = Usage {
             prompt_tokens: 10,
             completion_tokens: 3,
+            ..Usage::default()
         };
         l.record_request("entities", u, 3, Duration::from_millis(500));
         l.record_request("entities", u, 1, Duration::from_millis(500));

@@ -92,6 +92,10 @@ pub struct ChatRequest {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens the server took from its prompt cache (llama.cpp `timings.cache_n`,
+    /// OpenAI `prompt_tokens_details.cached_tokens`); 0 where the server does not say.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
 }
 
 /// One chat completion reply.

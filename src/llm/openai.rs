@@ -274,6 +274,11 @@ fn parse_completion(url: &str, text: &str) -> Result<ChatReply, LlmError> {
         usage: Usage {
             prompt_tokens: count("prompt_tokens"),
             completion_tokens: count("completion_tokens"),
+            cached_prompt_tokens: usage
+                .and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens"))
+                .or_else(|| value.pointer("/timings/cache_n"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0),
         },
         attempts: 1,
         cached: false,

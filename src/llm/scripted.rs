@@ -103,6 +103,7 @@ impl Llm for ScriptedLlm {
             usage: Usage {
                 prompt_tokens,
                 completion_tokens: content.split_whitespace().count() as u64,
+                ..Usage::default()
             },
             content,
             finish_reason: finish_reason.to_string(),

@@ -3,6 +3,7 @@
 //! (Contriever-style) top-k retrieval over segments, truncation keeping the left or the right of
 //! the document, and the full document for long-context models.
 
+pub mod garlic;
 pub mod knowledge_tree;
 mod spec;
 mod store;

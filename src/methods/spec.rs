@@ -18,6 +18,7 @@ use crate::memory::{BuildError, BuildParams, Builder, Memory};
 use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
 use crate::prompts::Prompts;
 
+use super::garlic::{Garlic, GarlicCtx, GarlicError, GarlicParams};
 use super::knowledge_tree::{BuildCtx, KnowledgeTree, KtError, KtParams, Variant};
 use super::summary_tree::{SummaryTree, TreeError, TreeParams};
 
@@ -39,6 +40,8 @@ pub enum MemoryKind {
     KnowledgeTree,
     /// The same tree with plain summaries (MemWalker, seed 000's baseline).
     MemWalker,
+    /// GARLIC's weighted DAG of Information Points (seed 003).
+    Garlic,
 }
 
 impl MemoryKind {
@@ -51,6 +54,7 @@ impl MemoryKind {
             MemoryKind::SummaryTree => "summary-tree",
             MemoryKind::KnowledgeTree => "knowledge-tree",
             MemoryKind::MemWalker => "memwalker",
+            MemoryKind::Garlic => "garlic",
         }
     }
 
@@ -69,7 +73,8 @@ impl MemoryKind {
             | MemoryKind::Segments
             | MemoryKind::SummaryTree
             | MemoryKind::KnowledgeTree
-            | MemoryKind::MemWalker => {}
+            | MemoryKind::MemWalker
+            | MemoryKind::Garlic => {}
         }
         p
     }
@@ -92,9 +97,11 @@ pub enum MethodSpec {
     KnowledgeTree,
     /// MemWalker navigation (seed 000's baseline).
     MemWalker,
+    /// GARLIC's LLM-controlled best-first search (seed 003).
+    Garlic,
 }
 
-pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree, knowledge-tree, memwalker";
+pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree, knowledge-tree, memwalker, garlic";
 
 impl FromStr for MethodSpec {
     type Err = String;
@@ -116,6 +123,7 @@ impl FromStr for MethodSpec {
             "summary-tree" => MethodSpec::SummaryTree,
             "knowledge-tree" => MethodSpec::KnowledgeTree,
             "memwalker" => MethodSpec::MemWalker,
+            "garlic" => MethodSpec::Garlic,
             other => match other.parse::<Baseline>() {
                 Ok(b) => MethodSpec::Baseline(b),
                 Err(_) => return Err(format!("unknown method '{other}' (one of: {METHOD_NAMES})")),
@@ -131,6 +139,7 @@ impl fmt::Display for MethodSpec {
             MethodSpec::SummaryTree => f.write_str("summary-tree"),
             MethodSpec::KnowledgeTree => f.write_str("knowledge-tree"),
             MethodSpec::MemWalker => f.write_str("memwalker"),
+            MethodSpec::Garlic => f.write_str("garlic"),
             MethodSpec::Navigate {
                 method,
                 reflection,
@@ -155,6 +164,7 @@ impl MethodSpec {
             MethodSpec::SummaryTree => MemoryKind::SummaryTree,
             MethodSpec::KnowledgeTree => MemoryKind::KnowledgeTree,
             MethodSpec::MemWalker => MemoryKind::MemWalker,
+            MethodSpec::Garlic => MemoryKind::Garlic,
         }
     }
 
@@ -177,6 +187,8 @@ pub enum MethodError {
     Tree(#[from] TreeError),
     #[error("knowledge tree: {0}")]
     Kt(#[from] KtError),
+    #[error("GARLIC: {0}")]
+    Garlic(#[from] GarlicError),
     #[error("the method {method} cannot read a memory of kind {kind}")]
     WrongMemory { method: String, kind: String },
 }
@@ -187,6 +199,7 @@ pub enum Prepared {
     Graph(Box<Memory>),
     Tree(Box<SummaryTree>),
     Kt(Box<KnowledgeTree>),
+    Garlic(Box<Garlic>),
 }
 
 impl Prepared {
@@ -196,12 +209,13 @@ impl Prepared {
             Prepared::Graph(m) => m.segments.len(),
             Prepared::Tree(t) => t.leaves.len(),
             Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_some()).count(),
+            Prepared::Garlic(g) => g.nodes.iter().filter(|n| n.level == 1).count(),
         }
     }
     pub fn entities(&self) -> usize {
         match self {
             Prepared::Graph(m) => m.entity_count(),
-            Prepared::Tree(_) | Prepared::Kt(_) => 0,
+            Prepared::Tree(_) | Prepared::Kt(_) | Prepared::Garlic(_) => 0,
         }
     }
     pub fn relations(&self) -> usize {
@@ -209,6 +223,7 @@ impl Prepared {
             Prepared::Graph(m) => m.relation_count(),
             Prepared::Tree(t) => t.summaries.len(),
             Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_none()).count(),
+            Prepared::Garlic(g) => g.nodes.iter().filter(|n| n.level > 1).count(),
         }
     }
     /// Build steps that failed and were recorded.
@@ -217,6 +232,7 @@ impl Prepared {
             Prepared::Graph(m) => m.failures.len(),
             Prepared::Tree(t) => t.failures.len(),
             Prepared::Kt(t) => t.failures.len(),
+            Prepared::Garlic(g) => g.failures.len(),
         }
     }
 }
@@ -240,6 +256,18 @@ pub async fn prepare(
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<Prepared, MethodError> {
     let params = kind.params(ctx.config);
+    if kind == MemoryKind::Garlic {
+        let nav = &ctx.config.navigate;
+        let gctx = GarlicCtx {
+            llm: ctx.llm,
+            prompts: ctx.prompts,
+            embedder: ctx.embedder,
+            window: Window::new(nav.context_window, nav.reply_tokens),
+            concurrency: ctx.config.llm.concurrency,
+        };
+        let g = Garlic::build(&gctx, GarlicParams::default(), document, name).await?;
+        return Ok(Prepared::Garlic(Box::new(g)));
+    }
     if matches!(kind, MemoryKind::KnowledgeTree | MemoryKind::MemWalker) {
         let nav = &ctx.config.navigate;
         let variant = if kind == MemoryKind::MemWalker {
@@ -318,6 +346,17 @@ pub async fn answer(
             t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
                 .await?
         }
+        (MethodSpec::Garlic, Prepared::Garlic(g)) => {
+            g.ask(
+                ctx.llm,
+                ctx.prompts,
+                ctx.embedder,
+                ctx.window,
+                question,
+                options,
+            )
+            .await?
+        }
         (MethodSpec::Baseline(b), Prepared::Graph(m)) => {
             super::answer(b, ctx, m, question, options).await?
         }
@@ -345,6 +384,7 @@ pub async fn answer(
                     Prepared::Graph(_) => "graph".into(),
                     Prepared::Tree(_) => "summary-tree".into(),
                     Prepared::Kt(t) => format!("{:?}", t.variant),
+                    Prepared::Garlic(_) => "garlic".into(),
                 },
             })
         }
@@ -372,12 +412,20 @@ mod tests {
             "vanilla-left",
             "vanilla-right",
             "full",
+            "summary-tree",
+            "knowledge-tree",
+            "memwalker",
+            "garlic",
         ] {
             let spec: MethodSpec = name.parse().unwrap();
             assert_eq!(spec.to_string(), name);
         }
-        let err = "memwalker".parse::<MethodSpec>().unwrap_err();
-        assert!(err.contains("unknown method 'memwalker'"), "{err}");
+        let err = "raptor".parse::<MethodSpec>().unwrap_err();
+        assert!(err.contains("unknown method 'raptor'"), "{err}");
+        assert!(
+            err.contains("garlic"),
+            "the error lists the known names: {err}"
+        );
         assert_eq!(
             "no-open-entity"
                 .parse::<MethodSpec>()

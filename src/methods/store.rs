@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::spec::{prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
-use super::{knowledge_tree, summary_tree};
+use super::{garlic, knowledge_tree, summary_tree};
 
 /// Where a memory came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +98,8 @@ impl MemoryDir {
                 summary_tree::load(&path)
                     .map(|t| Prepared::Tree(Box::new(t)))
                     .map_err(|e| e.to_string())
+            } else if kind == MemoryKind::Garlic {
+                garlic::load(&path).map(|g| Prepared::Garlic(Box::new(g)))
             } else if matches!(kind, MemoryKind::KnowledgeTree | MemoryKind::MemWalker) {
                 knowledge_tree::load(&path).map(|t| Prepared::Kt(Box::new(t)))
             } else {
@@ -117,6 +119,7 @@ impl MemoryDir {
                 Prepared::Graph(m) => crate::memory::save(m, &path).map_err(|e| e.to_string()),
                 Prepared::Tree(t) => summary_tree::save(t, &path).map_err(|e| e.to_string()),
                 Prepared::Kt(t) => knowledge_tree::save(t, &path),
+                Prepared::Garlic(g) => garlic::save(g, &path),
             };
             if let Err(e) = saved {
                 tracing::warn!("{e}");
