@@ -225,6 +225,21 @@ struct FinalAnswer {
     answer: String,
 }
 
+/// Whether an answer only repeats the answerability prompt's description of the answer field
+/// ("the final answer, or an empty string for -1"), as small models sometimes do.
+pub(crate) fn is_template_echo(answer: &str) -> bool {
+    let a: String = answer
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .collect();
+    let a = a.split_whitespace().collect::<Vec<_>>().join(" ");
+    a.is_empty()
+        || a == "the final answer"
+        || a == "final answer"
+        || a.starts_with("the final answer or an empty string")
+}
+
 /// The outcome of an answerability check.
 #[derive(Clone)]
 pub(crate) struct Check {
@@ -513,9 +528,16 @@ impl<'a> Navigator<'a> {
         {
             Ok(r) => {
                 let a = r.value;
-                let answered = a.action == -2 && !a.answer.trim().is_empty();
+                let echo = is_template_echo(&a.answer);
+                let answered = a.action == -2 && !a.answer.trim().is_empty() && !echo;
                 step.action = Some(if answered { -2 } else { -1 });
                 step.reason = a.reasoning.clone();
+                if a.action == -2 && echo {
+                    step.note = format!(
+                        "action -2 with the prompt's placeholder as its answer ({:?}): counted as -1",
+                        a.answer
+                    );
+                }
                 Check {
                     answered,
                     answer: a.answer,
@@ -684,6 +706,21 @@ pub(crate) fn add_scored(s_add: &mut BTreeMap<usize, f32>, segment: usize, score
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_echoes_are_not_answers() {
+        for echo in [
+            "the final answer",
+            "The final answer, or an empty string for -1",
+            "  Final answer. ",
+            "",
+        ] {
+            assert!(is_template_echo(echo), "{echo:?}");
+        }
+        for real in ["Lucerne", "the final answer is Lucerne", "1887", "no"] {
+            assert!(!is_template_echo(real), "{real:?}");
+        }
+    }
 
     #[test]
     fn options_and_letters() {
