@@ -287,6 +287,42 @@ async fn concurrency_limit_is_shared_by_all_callers() {
     assert_eq!(server.max_in_flight(), 2);
 }
 
+#[tokio::test]
+async fn the_ledger_counts_requests_at_the_server_not_those_queued_for_a_permit() {
+    // 6 callers, 2 permits, 200 ms per request: 3 waves. The server never sees more than 2,
+    // and the ledger's in-flight gauge must say the same (mean close to 2, max exactly 2).
+    let server = FaultServer::start(
+        vec![],
+        Behaviour::Hang(Duration::from_millis(200), "ok".into()),
+    )
+    .await;
+    let client = OpenAiClient::new(
+        &LlmConfig {
+            concurrency: 2,
+            ..config(vec![server.url.clone()])
+        },
+        Secret::default(),
+    )
+    .unwrap();
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 32,
+        frequency_penalty: 0.0,
+        json_retries: 0,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(Arc::new(client), None, policy);
+    let req = request();
+    let calls = (0..6).map(|_| svc.chat("t", &req));
+    for r in futures::future::join_all(calls).await {
+        r.unwrap();
+    }
+    let f = svc.ledger().snapshot().in_flight;
+    assert_eq!(server.max_in_flight(), 2);
+    assert_eq!(f.max, 2, "{f:?}");
+    assert!(f.mean() > 1.5 && f.mean() <= 2.0 + 1e-9, "{f:?}");
+}
+
 #[derive(Debug, Deserialize)]
 #[allow(dead_code)]
 struct Answer {

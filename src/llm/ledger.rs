@@ -53,7 +53,8 @@ impl StageStats {
 pub struct LedgerSnapshot {
     pub model: String,
     pub stages: BTreeMap<String, StageStats>,
-    /// Requests in flight over time (server requests only, not cache hits).
+    /// Requests at the server over time: each HTTP attempt while it holds one of the client's
+    /// concurrency permits (not cache hits, not requests queued for a permit).
     #[serde(default)]
     pub in_flight: InFlight,
 }
@@ -150,7 +151,7 @@ impl fmt::Display for LedgerSnapshot {
         if self.in_flight.span_secs > 0.0 {
             writeln!(
                 f,
-                "requests in flight: mean {:.2}, max {} (over {:.1} s of requests)",
+                "requests at the server: mean {:.2}, max {} in flight (over {:.1} s of requests)",
                 self.in_flight.mean(),
                 self.in_flight.max,
                 self.in_flight.span_secs
@@ -291,6 +292,15 @@ impl Ledger {
                 max: g.max,
             },
         }
+    }
+}
+
+impl super::SlotGauge for Ledger {
+    fn started(&self) -> std::time::Instant {
+        self.request_started()
+    }
+    fn ended(&self, started: std::time::Instant) {
+        self.request_ended(started)
     }
 }
 

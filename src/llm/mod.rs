@@ -126,4 +126,26 @@ pub trait Llm: Send + Sync {
     /// The model name sent to the server; part of every cache key.
     fn model(&self) -> &str;
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError>;
+
+    /// `chat`, telling `gauge` when each request is at the server. The default brackets the
+    /// whole call; a transport that queues requests (a concurrency limit) or retries overrides
+    /// it to bracket only the time an attempt holds a slot, so the gauge measures the server's
+    /// occupancy, not the client's queue.
+    async fn chat_gauged(
+        &self,
+        request: &ChatRequest,
+        gauge: &dyn SlotGauge,
+    ) -> Result<ChatReply, LlmError> {
+        let started = gauge.started();
+        let out = self.chat(request).await;
+        gauge.ended(started);
+        out
+    }
+}
+
+/// Counts requests in flight at the server (see `Ledger`'s in-flight figures).
+pub trait SlotGauge: Send + Sync {
+    /// A request has been sent; returns its start, to pass to `ended`.
+    fn started(&self) -> std::time::Instant;
+    fn ended(&self, started: std::time::Instant);
 }

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use super::{ChatReply, ChatRequest, Llm, Usage};
+use super::{ChatReply, ChatRequest, Llm, SlotGauge, Usage};
 use crate::config::{JsonMode, LlmConfig, Secret};
 use crate::error::LlmError;
 
@@ -149,7 +149,12 @@ impl OpenAiClient {
     }
 
     /// One HTTP attempt. An error comes with the server's `Retry-After` (seconds), if it sent one.
-    async fn attempt(&self, url: &str, body: &Value) -> Result<ChatReply, (LlmError, Option<f64>)> {
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Value,
+        gauge: Option<&dyn SlotGauge>,
+    ) -> Result<ChatReply, (LlmError, Option<f64>)> {
         let endpoint = format!("{url}/chat/completions");
         let mut builder = self.http.post(&endpoint).json(body);
         if let Some(key) = self.api_key.expose() {
@@ -162,6 +167,8 @@ impl OpenAiClient {
                     None,
                 )
             })?;
+            // At the server from here until the body is read (or the attempt fails).
+            let _slot = gauge.map(|g| SlotGuard(g, g.started()));
             let response = builder
                 .send()
                 .await
@@ -303,6 +310,34 @@ impl Llm for OpenAiClient {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        self.send(request, None).await
+    }
+
+    async fn chat_gauged(
+        &self,
+        request: &ChatRequest,
+        gauge: &dyn SlotGauge,
+    ) -> Result<ChatReply, LlmError> {
+        self.send(request, Some(gauge)).await
+    }
+}
+
+/// Ends a gauge's interval when an attempt ends, however it ends.
+struct SlotGuard<'a>(&'a dyn SlotGauge, std::time::Instant);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.0.ended(self.1);
+    }
+}
+
+impl OpenAiClient {
+    /// One chat completion with retries; `gauge` sees each attempt while it holds a permit.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        gauge: Option<&dyn SlotGauge>,
+    ) -> Result<ChatReply, LlmError> {
         if request.messages.is_empty() {
             return Err(LlmError::Request(
                 "a chat request needs at least one message".into(),
@@ -316,7 +351,7 @@ impl Llm for OpenAiClient {
             let url = self.pick_url().to_string();
             last_url = url.clone();
             attempts += 1;
-            let (error, retry_after) = match self.attempt(&url, &body).await {
+            let (error, retry_after) = match self.attempt(&url, &body, gauge).await {
                 Ok(mut reply) => {
                     reply.attempts = attempts;
                     return Ok(reply);

@@ -114,9 +114,7 @@ impl Service {
                 return Ok(reply);
             }
         }
-        let in_flight = self.ledger.request_started();
-        let outcome = self.backend.chat(request).await;
-        self.ledger.request_ended(in_flight);
+        let outcome = self.backend.chat_gauged(request, &*self.ledger).await;
         match outcome {
             Ok(reply) => {
                 self.ledger
