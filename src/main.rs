@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use qrmem::batch::{BatchCtx, BatchOptions};
 use qrmem::config::{Config, ConfigSource};
 use qrmem::doctor;
-use qrmem::embed::{BertEmbedder, Embedder};
+use qrmem::embed::{BertEmbedder, DiskCache, Embedder};
 use qrmem::llm::{
     ChatRequest, JsonSchema, LedgerSnapshot, Message, OpenAiClient, Policy, ReplyCache, Service,
 };
@@ -180,8 +180,9 @@ struct AskArgs {
     /// A multiple-choice option (repeat, in order A, B, C, ...): the answer is the letter.
     #[arg(long = "option")]
     options: Vec<String>,
-    /// kn (Algorithm 1), ges (Graph Expansion Search), te (Entity Trial), or a baseline:
-    /// bm25-topK, contriever-topK, vanilla-left, vanilla-right, full.
+    /// kn (Algorithm 1), ges (Graph Expansion Search), te (Entity Trial), a baseline
+    /// (bm25-topK, contriever-topK, vanilla-left, vanilla-right, full), or a seed system
+    /// (summary-tree, knowledge-tree, memwalker, garlic).
     #[arg(long)]
     method: Option<String>,
     #[arg(long)]
@@ -237,7 +238,7 @@ struct EvalArgs {
     data: Option<PathBuf>,
     /// Comma-separated methods: kn, ges, te, kn-no-reflection, kn-no-navigation,
     /// no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left,
-    /// vanilla-right, full.
+    /// vanilla-right, full, summary-tree, knowledge-tree, memwalker, garlic.
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
     /// The first N questions only.
@@ -620,15 +621,22 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
     }
 }
 
-fn load_embedder(config: &Config) -> Result<BertEmbedder> {
+/// The embedder, its vectors kept by content in `<cache dir>/embeddings` unless the cache is
+/// off (`--no-cache`), like the LLM's replies.
+fn load_embedder(config: &Config) -> Result<DiskCache<BertEmbedder>> {
     let e = &config.embed;
-    BertEmbedder::load(
+    let bert = BertEmbedder::load(
         &e.model_dir,
         e.normalize.as_option(),
         e.batch_size,
         e.threads,
     )
-    .context("loading the embedder (pass --no-vectors to build without vectors)")
+    .context("loading the embedder (pass --no-vectors to build without vectors)")?;
+    let dir = config
+        .cache
+        .enabled
+        .then(|| config.cache.dir.join("embeddings"));
+    Ok(DiskCache::new(bert, dir))
 }
 
 /// Reads a document, naming the file and the problem when it cannot be used.
@@ -1077,8 +1085,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                         } else {
                             "raw dot product"
                         },
-                        e.max_len(),
-                        e.device()
+                        e.inner().max_len(),
+                        e.inner().device()
                     ),
                     fix: None,
                 },

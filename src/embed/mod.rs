@@ -2,9 +2,11 @@
 //! sentence-transformers models), an in-memory cache, and the scoring the navigators use.
 
 mod bert;
+mod disk;
 mod index;
 
 pub use bert::BertEmbedder;
+pub use disk::DiskCache;
 pub use index::{index_memory, score_edges, score_segments, Vectors};
 
 use std::collections::HashMap;
