@@ -3,6 +3,7 @@
 # 4 requests in flight; the batch's ledger reports the achieved concurrency (mean requests in
 # flight). Needs the local LLM (scripts/setup-local-llm.sh), the embedder and ../shared/data.
 #   eval/throughput.sh [QUESTIONS]   (default 24: 6 HotpotQA documents x 4 questions)
+# Uses a release build (cargo build --release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-24}"
@@ -22,7 +23,8 @@ for i, it in enumerate(items[: (n + 3) // 4]):
         qs.append({"id": f"q{k}", "question": f"What does the text say about {title}?"})
     print(json.dumps({"id": it["_id"], "doc": doc, "questions": qs}))
 PY
+cargo build --release --quiet --bin qrmem
 scripts/llm-server.sh start --port "$PORT" --np 4 >&2
-cargo run --quiet --bin qrmem -- batch --input "$OUT/jobs.jsonl" --output "$OUT/answers.jsonl" \
+"${CARGO_TARGET_DIR:-target}/release/qrmem" batch --input "$OUT/jobs.jsonl" --output "$OUT/answers.jsonl" \
   --method bm25-top1 --memory-dir "$OUT/mem" --no-cache --concurrency 4 \
   --llm-base-url "http://127.0.0.1:$PORT/v1" 2>&1 | tail -12
