@@ -13,3 +13,76 @@ pub(crate) fn readable_by_all(file: &std::fs::File) {
     #[cfg(not(unix))]
     let _ = file;
 }
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file in the same directory,
+/// fsynced, made 0644, then renamed over `path`. Creates the directory. Errors name the path.
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let fail = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
+    tmp.write_all(bytes).map_err(|e| fail(&e))?;
+    readable_by_all(tmp.as_file());
+    tmp.as_file().sync_all().map_err(|e| fail(&e))?;
+    tmp.persist(path).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// Reads a JSON file written by this program, checking its `format` and `version` fields before
+/// the rest, so a truncated file, another version or another program's JSON is named as such.
+/// `what` names the kind of file in the error ("knowledge tree").
+pub(crate) fn read_versioned<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    format: &str,
+    version: u32,
+    what: &str,
+) -> Result<T, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is corrupt or truncated ({e})", path.display()))?;
+    if v.get("format").and_then(serde_json::Value::as_str) != Some(format)
+        || v.get("version").and_then(serde_json::Value::as_u64) != Some(u64::from(version))
+    {
+        return Err(format!(
+            "{} is not a version-{version} {what}",
+            path.display()
+        ));
+    }
+    serde_json::from_value(v).map_err(|e| format!("{} is corrupt ({e})", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Doc {
+        format: String,
+        version: u32,
+        body: Vec<u32>,
+    }
+
+    #[test]
+    fn written_files_read_back_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("x.json");
+        let doc = Doc {
+            format: "f".into(),
+            version: 2,
+            body: vec![1, 2],
+        };
+        write_atomic(&path, &serde_json::to_vec(&doc).unwrap()).unwrap();
+        assert_eq!(read_versioned::<Doc>(&path, "f", 2, "thing").unwrap(), doc);
+        let e = read_versioned::<Doc>(&path, "f", 3, "thing").unwrap_err();
+        assert!(e.contains("is not a version-3 thing"), "{e}");
+        std::fs::write(&path, br#"{"format":"f","version":2,"bo"#).unwrap();
+        let e = read_versioned::<Doc>(&path, "f", 2, "thing").unwrap_err();
+        assert!(e.contains("corrupt or truncated"), "{e}");
+        let e = read_versioned::<Doc>(&dir.path().join("none"), "f", 2, "thing").unwrap_err();
+        assert!(e.starts_with("cannot read"), "{e}");
+    }
+}

@@ -8,7 +8,6 @@
 //! dimension, is a miss (logged) and is replaced by the next write. A failed write is logged and
 //! the vector is still returned: the cache saves time, it never decides a result.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -89,9 +88,6 @@ impl<E: Embedder> DiskCache<E> {
     }
 
     fn put(&self, dir: &Path, key: &str, vector: &[f32]) -> Result<(), String> {
-        let path = Self::path(dir, key);
-        let parent = path.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         let entry = Entry {
             format: FORMAT.into(),
             key: key.into(),
@@ -99,15 +95,7 @@ impl<E: Embedder> DiskCache<E> {
             vector: vector.to_vec(),
         };
         let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
-        let mut tmp = tempfile::NamedTempFile::new_in(parent)
-            .map_err(|e| format!("{}: {e}", parent.display()))?;
-        tmp.write_all(&bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        crate::fsutil::readable_by_all(tmp.as_file());
-        tmp.persist(&path)
-            .map_err(|e| format!("{}: {}", path.display(), e.error))?;
-        Ok(())
+        crate::fsutil::write_atomic(&Self::path(dir, key), &bytes)
     }
 }
 

@@ -487,35 +487,13 @@ impl Garlic {
 
 /// Writes the graph atomically.
 pub fn save(g: &Garlic, path: &std::path::Path) -> Result<(), String> {
-    use std::io::Write;
     let bytes = serde_json::to_vec(g).map_err(|e| e.to_string())?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
-    tmp.write_all(&bytes).map_err(|e| e.to_string())?;
-    crate::fsutil::readable_by_all(tmp.as_file());
-    tmp.as_file().sync_all().map_err(|e| e.to_string())?;
-    tmp.persist(path).map_err(|e| e.error.to_string())?;
-    Ok(())
+    crate::fsutil::write_atomic(path, &bytes)
 }
 
 /// Reads a graph, checking its format and version.
 pub fn load(path: &std::path::Path) -> Result<Garlic, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{} is corrupt or truncated ({e})", path.display()))?;
-    if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT)
-        || v.get("version").and_then(|f| f.as_u64()) != Some(u64::from(VERSION))
-    {
-        return Err(format!(
-            "{} is not a version-{VERSION} GARLIC graph",
-            path.display()
-        ));
-    }
-    serde_json::from_value(v).map_err(|e| format!("{} is corrupt ({e})", path.display()))
+    crate::fsutil::read_versioned(path, FORMAT, VERSION, "GARLIC graph")
 }
 
 #[cfg(test)]
