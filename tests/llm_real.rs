@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::local_llm::{local_llm, serial};
+use common::local_llm::{local_llm, serial, LocalLlm};
 use qrmem::config::{LlmConfig, Secret};
 use qrmem::llm::{ChatRequest, JsonSchema, Message, OpenAiClient, Policy, ReplyCache, Service};
 use serde::Deserialize;
@@ -405,22 +405,26 @@ async fn a_document_giving_instructions_does_not_change_the_output_format() {
     eprintln!("answer over the injection document: {answer:?}");
 }
 
-#[test]
-fn summary_tree_answers_over_the_sample() {
-    let _guard = serial();
-    let Some(llm) = local_llm() else { return };
+/// `qrmem ask --method METHOD` over the sample document with `extra` flags, saving the memory
+/// and the trace; asserts that it succeeds and prints an answer, and returns (memory, trace).
+fn ask_sample(
+    llm: &LocalLlm,
+    method: &str,
+    extra: &[&str],
+) -> (serde_json::Value, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let trace_path = dir.path().join("trace.json");
-    let tree_path = dir.path().join("velden.qst");
+    let memory_path = dir.path().join("memory.json");
     let root = env!("CARGO_MANIFEST_DIR");
     let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .args(["ask", "--method", "summary-tree", "--doc"])
+        .args(["ask", "--method", method, "--doc"])
         .arg(format!("{root}/data/sample/velden.txt"))
-        .args(["--question", question.trim(), "--segment-tokens", "150"])
+        .args(["--question", question.trim()])
+        .args(extra)
         .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
         .arg("--save-memory")
-        .arg(&tree_path)
+        .arg(&memory_path)
         .arg("--trace")
         .arg(&trace_path)
         .arg("--cache-dir")
@@ -429,15 +433,22 @@ fn summary_tree_answers_over_the_sample() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(!stdout.trim().is_empty(), "an answer is printed");
-    let tree: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&tree_path).unwrap()).unwrap();
+    assert!(out.status.success(), "{method}: {stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty(), "{method}: an answer is printed");
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    (read(&memory_path), read(&trace_path))
+}
+
+#[test]
+fn summary_tree_answers_over_the_sample() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let (tree, trace) = ask_sample(llm, "summary-tree", &["--segment-tokens", "150"]);
     let leaves = tree["leaves"].as_array().unwrap().len();
     assert!(leaves >= 2, "{leaves} leaves");
     assert_eq!(tree["summaries"].as_object().unwrap().len(), leaves - 1);
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
     let steps = trace["steps"].as_array().unwrap();
     assert_eq!(steps.last().unwrap()["kind"], "answer");
     assert!(steps.last().unwrap()["note"]
@@ -451,39 +462,14 @@ fn summary_tree_answers_over_the_sample() {
 fn knowledge_tree_and_memwalker_answer_over_the_sample() {
     let _guard = serial();
     let Some(llm) = local_llm() else { return };
-    let root = env!("CARGO_MANIFEST_DIR");
-    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
     for method in ["knowledge-tree", "memwalker"] {
-        let dir = tempfile::tempdir().unwrap();
-        let trace_path = dir.path().join("trace.json");
-        let tree_path = dir.path().join("velden.qkt");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-            .args(["ask", "--method", method, "--doc"])
-            .arg(format!("{root}/data/sample/velden.txt"))
-            .args(["--question", question.trim(), "--chunk-chars", "300"])
-            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
-            .arg("--save-memory")
-            .arg(&tree_path)
-            .arg("--trace")
-            .arg(&trace_path)
-            .arg("--cache-dir")
-            .arg(shared_cache())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{method}: {stdout}\n{stderr}");
-        assert!(!stdout.trim().is_empty(), "{method}: an answer is printed");
-        let tree: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&tree_path).unwrap()).unwrap();
+        let (tree, trace) = ask_sample(llm, method, &["--chunk-chars", "300"]);
         let nodes = tree["nodes"].as_array().unwrap();
         assert!(nodes.len() >= 3, "{method}: leaves and a root");
         assert_eq!(nodes.last().unwrap()["level"], "Root");
         assert!(nodes
             .iter()
             .all(|n| !n["meta"]["summary"].as_str().unwrap().is_empty()));
-        let trace: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
         let steps = trace["steps"].as_array().unwrap();
         assert!(
             steps.iter().any(|s| s["kind"] == "leaf"),
@@ -497,30 +483,7 @@ fn knowledge_tree_and_memwalker_answer_over_the_sample() {
 fn garlic_answers_over_the_sample() {
     let _guard = serial();
     let Some(llm) = local_llm() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let trace_path = dir.path().join("trace.json");
-    let graph_path = dir.path().join("velden.qgr");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .args(["ask", "--method", "garlic", "--doc"])
-        .arg(format!("{root}/data/sample/velden.txt"))
-        .args(["--question", question.trim(), "--segment-tokens", "100"])
-        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
-        .arg("--save-memory")
-        .arg(&graph_path)
-        .arg("--trace")
-        .arg(&trace_path)
-        .arg("--cache-dir")
-        .arg(shared_cache())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(!stdout.trim().is_empty(), "an answer is printed");
-    let g: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&graph_path).unwrap()).unwrap();
+    let (g, trace) = ask_sample(llm, "garlic", &["--segment-tokens", "100"]);
     let nodes = g["nodes"].as_array().unwrap();
     assert!(
         nodes.iter().any(|n| n["level"] == 2),
@@ -535,8 +498,6 @@ fn garlic_answers_over_the_sample() {
             .sum();
         assert!((sum - 1.0).abs() < 1e-3);
     }
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
     let steps = trace["steps"].as_array().unwrap();
     assert!(steps.iter().any(|s| s["kind"] == "check"));
     assert_eq!(steps.last().unwrap()["kind"], "answer");
