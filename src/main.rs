@@ -444,9 +444,17 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing {}", out.join("timing.jsonl").display()))?;
         std::fs::write(out.join("notes.json"), serde_json::to_vec_pretty(&notes)?)?;
     } else if let Ok(text) = std::fs::read(out.join("notes.json")) {
-        if notes.is_empty() {
-            notes = serde_json::from_slice(&text).unwrap_or_default();
+        // The run's own notes (the LongBench-style label among them) come first; the
+        // experiment file's are added where the run did not record them.
+        let path = out.join("notes.json");
+        let mut saved: Vec<String> = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a JSON list of notes", path.display()))?;
+        for n in notes {
+            if !saved.contains(&n) {
+                saved.push(n);
+            }
         }
+        notes = saved;
     }
     let (results, builds) = qrmem::eval::runner::read_run(out)?;
     let report = qrmem::eval::report::build(

@@ -218,3 +218,64 @@ fn a_bad_flag_value_is_blamed_on_the_flags() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn a_report_only_rewrite_keeps_the_runs_notes_and_adds_the_experiments() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("results.jsonl"), "").unwrap();
+    std::fs::write(run.join("builds.jsonl"), "").unwrap();
+    std::fs::write(
+        run.join("notes.json"),
+        r#"["LongBench-style stand-in, not LongBench itself.", "Shared note."]"#,
+    )
+    .unwrap();
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        "title = \"t\"\ndataset = \"longbench-style\"\nmethods = [\"bm25-top3\"]\nnotes = [\"Shared note.\", \"Experiment note.\"]\n",
+    )
+    .unwrap();
+    let out = qrmem(
+        &[
+            "eval",
+            "--experiment",
+            exp.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+            "--report-only",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for note in [
+        "LongBench-style stand-in, not LongBench itself.",
+        "Shared note.",
+        "Experiment note.",
+    ] {
+        assert_eq!(report.matches(note).count(), 1, "{note}\n{report}");
+    }
+    // A notes file that is not a list of notes is an error naming it.
+    std::fs::write(run.join("notes.json"), "{\"oops\": 1}").unwrap();
+    let out = qrmem(
+        &[
+            "eval",
+            "--experiment",
+            exp.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+            "--report-only",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("notes.json is not a JSON list of notes"),
+        "{}",
+        text(&out)
+    );
+}
