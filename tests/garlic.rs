@@ -226,3 +226,50 @@ async fn later_visited_nodes_weigh_more_by_position() {
     let (t, _) = search(&g, 3).await;
     assert_eq!(visits(&t), vec![1, 0]);
 }
+
+#[tokio::test]
+async fn a_search_without_yes_answers_with_the_shared_prompt() {
+    let off = vec![0.0, 0.0, 1.0];
+    let nodes = vec![
+        node(1, "chunk zero", vec![], off.clone()),
+        node(1, "chunk one", vec![], off),
+        node(2, "ip t0", vec![(0, 0.5), (1, 0.5)], vec![1.0, 0.0, 0.0]),
+    ];
+    let g = graph(nodes, vec![2], 1);
+    // Every check says "No": the search visits every node, then must not ask for the answer as
+    // a second turn after "No" (a small model repeats the refusal) but with the answer prompt.
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = prompt(r);
+        if p.starts_with("Read the text in triple quotes") {
+            assert!(p.contains("chunk zero") && p.contains("chunk one") && p.contains("ip t0"));
+            return Scripted::Reply(
+                r#"{"reasoning": "chunk one", "answer": "The garden."}"#.into(),
+            );
+        }
+        assert!(
+            p.starts_with("Can this question"),
+            "unexpected request: {p}"
+        );
+        Scripted::Reply("No".into())
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let t = g
+        .ask(
+            &svc,
+            &Prompts::load().unwrap(),
+            &Axes,
+            Window::new(4096, 512),
+            "Where?",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(visits(&t), vec![0, 1]);
+    assert_eq!(t.answer, "The garden.");
+    assert!(!t.answered, "no Yes was given");
+    let received = llm.received();
+    assert_eq!(received.len(), 4, "three checks and one answer");
+    assert_eq!(received[3].messages.len(), 1);
+    let last = t.steps.last().unwrap();
+    assert!(last.note.contains("shared answer prompt"), "{}", last.note);
+}

@@ -12,7 +12,8 @@
 //! Search: the visited set S starts as the top-level nodes. Each round asks "Can this question
 //! be answered by the following information?" over the question and S in visit order (a prompt
 //! that only grows, so llama.cpp's prompt cache reuses it); after `patience` "Yes" replies (or a
-//! full window, or no node left) the same conversation asks for the answer. Otherwise the next
+//! full window, or no node left) the same conversation asks for the answer; a search that ends
+//! without a "Yes" answers with the shared answer prompt instead. Otherwise the next
 //! node is the unvisited one with the highest z_j + s_j, where z = E^T a (a_i: the relevance of
 //! visited node i to the question, multiplied by its position with the question first, as the
 //! paper normalises attention), and s the query-node similarity; z and s each normalised to sum 1.
@@ -344,7 +345,14 @@ impl Garlic {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        let answer_overhead = count_tokens(&prompts.render(PromptId::GarlicAnswer, &[])?) + 16;
+        // Room for whichever answer request follows: the second turn, or the shared answer
+        // prompt over the same information when the search ends without a "Yes".
+        let empty = [("question", ""), ("information", ""), ("segments", "")];
+        let second_turn = count_tokens(&prompts.render(PromptId::GarlicAnswer, &[])?) + 16;
+        let shared = count_tokens(&prompts.render(PromptId::Answer, &empty)?).saturating_sub(
+            count_tokens(&prompts.render(PromptId::GarlicCheck, &empty)?),
+        );
+        let answer_overhead = second_turn.max(shared);
         let budget = window.prompt_budget().saturating_sub(answer_overhead);
         let mut steps = Vec::new();
         let mut yes = 0;
@@ -428,35 +436,53 @@ impl Garlic {
             });
             visited = trial;
         }
-        // Second turn of the same conversation.
-        let first = prompts.render(
-            PromptId::GarlicCheck,
-            &[("question", &q), ("information", &info(&visited))],
-        )?;
-        let second = prompts.render(PromptId::GarlicAnswer, &[])?;
-        let request = ChatRequest {
-            messages: vec![
-                Message::user(first),
-                Message::assistant(last_reply.clone()),
-                Message::user(second.trim().to_string()),
-            ],
-            sampling: llm.sampling(),
-            schema: None,
+        let stopped_on_yes = yes >= self.params.patience;
+        let (raw, how) = if stopped_on_yes {
+            // The paper's second turn of the same conversation, after the "Yes".
+            let first = prompts.render(
+                PromptId::GarlicCheck,
+                &[("question", &q), ("information", &info(&visited))],
+            )?;
+            let second = prompts.render(PromptId::GarlicAnswer, &[])?;
+            let request = ChatRequest {
+                messages: vec![
+                    Message::user(first),
+                    Message::assistant(last_reply.clone()),
+                    Message::user(second.trim().to_string()),
+                ],
+                sampling: llm.sampling(),
+                schema: None,
+            };
+            let reply = llm
+                .chat("garlic_answer", &request)
+                .await
+                .map_err(|e| GarlicError::Answer(e.to_string()))?;
+            (
+                reply.content.trim().to_string(),
+                "the second turn after Yes",
+            )
+        } else {
+            // The search ended without a "Yes" (no node left, a full window or the guard). A
+            // second turn after "No" only repeats the refusal; answer from the visited nodes
+            // with the answer prompt every other method shares.
+            let (answer, _reasoning) =
+                crate::navigate::answer_from(llm, prompts, &q, &info(&visited))
+                    .await
+                    .map_err(|e| GarlicError::Answer(e.to_string()))?;
+            (
+                answer.trim().to_string(),
+                "the shared answer prompt, no Yes",
+            )
         };
-        let reply = llm
-            .chat("garlic_answer", &request)
-            .await
-            .map_err(|e| GarlicError::Answer(e.to_string()))?;
-        let raw = reply.content.trim().to_string();
         let answer = if options.is_empty() {
             raw.clone()
         } else {
-            option_letter(&raw, options.len())
+            option_letter(&raw, options)
         };
         steps.push(Step {
             kind: "answer".into(),
             segments: visited.clone(),
-            note: format!("answered from {} nodes", visited.len()),
+            note: format!("answered from {} nodes by {how}", visited.len()),
             reason: raw.clone(),
             ..Step::default()
         });
@@ -470,7 +496,7 @@ impl Garlic {
             method: "garlic".into(),
             question: question.to_string(),
             answer,
-            answered: yes >= self.params.patience,
+            answered: stopped_on_yes,
             reasoning: raw,
             start_entities: vec![],
             steps,

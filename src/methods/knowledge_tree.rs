@@ -795,7 +795,7 @@ impl KnowledgeTree {
         let answer = if options.is_empty() {
             answer
         } else {
-            option_letter(&answer, options.len())
+            option_letter(&answer, options)
         };
         let after = llm.ledger().snapshot().total();
         let used: Vec<usize> = used.into_iter().collect();

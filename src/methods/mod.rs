@@ -142,7 +142,7 @@ pub async fn answer(
     let answer = if options.is_empty() {
         answer.trim().to_string()
     } else {
-        option_letter(&answer, options.len())
+        option_letter(&answer, options)
     };
     Ok(Trace {
         method: baseline.to_string(),

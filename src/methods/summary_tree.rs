@@ -369,7 +369,7 @@ impl SummaryTree {
         let answer = if options.is_empty() {
             answer.trim().to_string()
         } else {
-            option_letter(&answer, options.len())
+            option_letter(&answer, options)
         };
         let leaves: Vec<usize> = cut.iter().filter(|s| s.len == 1).map(|s| s.start).collect();
         steps.push(Step {
