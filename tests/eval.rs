@@ -68,7 +68,7 @@ fn items() -> Vec<QaItem> {
     ]
 }
 
-fn service() -> (Service, Arc<ScriptedLlm>) {
+fn service_with(cache: Option<qrmem::llm::ReplyCache>) -> (Service, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(reply));
     let policy = Policy {
         temperature: 0.0,
@@ -77,7 +77,7 @@ fn service() -> (Service, Arc<ScriptedLlm>) {
         json_retries: 1,
         retry_temperature: 0.7,
     };
-    (Service::new(llm.clone(), None, policy), llm)
+    (Service::new(llm.clone(), cache, policy), llm)
 }
 
 fn opts() -> EvalOptions {
@@ -100,7 +100,12 @@ fn config() -> Config {
 }
 
 async fn run(dir: &Path, items: &[QaItem]) -> usize {
-    let (svc, llm) = service();
+    run_with(dir, items, None).await
+}
+
+async fn run_with(dir: &Path, items: &[QaItem], cache: Option<&Path>) -> usize {
+    let cache = cache.map(|c| qrmem::llm::ReplyCache::open(c).unwrap());
+    let (svc, llm) = service_with(cache);
     let prompts = Prompts::load().unwrap();
     let config = config();
     let ctx = EvalCtx {
@@ -247,4 +252,39 @@ async fn failures_are_recorded_and_retried_on_request() {
         .unwrap();
     assert_eq!(s.finished, 3);
     assert_eq!(lines(dir.path()).len(), 3);
+}
+
+#[tokio::test]
+async fn token_costs_do_not_depend_on_the_reply_cache() {
+    let items = items();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let (cold, warm) = (tmp.path().join("cold"), tmp.path().join("warm"));
+    assert!(run_with(&cold, &items, Some(&cache)).await > 0);
+    // The same run into a fresh directory: every reply comes from the cache.
+    assert_eq!(run_with(&warm, &items, Some(&cache)).await, 0);
+    for l in lines(&warm) {
+        assert_eq!(l["requests"], 0, "{l}");
+        assert_eq!(l["prompt_tokens"], 0, "{l}");
+    }
+    let (c, w) = (report(&cold), report(&warm));
+    assert!(c.methods.iter().all(|m| m.prompt_tokens_per_question > 0.0));
+    for (a, b) in c.methods.iter().zip(&w.methods) {
+        assert_eq!(b.requests_per_question, 0.0);
+        assert_eq!(a.calls_per_question, b.calls_per_question, "{}", a.method);
+        assert_eq!(
+            a.prompt_tokens_per_question, b.prompt_tokens_per_question,
+            "{}",
+            a.method
+        );
+        assert_eq!(
+            a.completion_tokens_per_question, b.completion_tokens_per_question,
+            "{}",
+            a.method
+        );
+    }
+    assert_eq!(c.builds.len(), w.builds.len());
+    for (a, b) in c.builds.iter().zip(&w.builds) {
+        assert_eq!(a.tokens_per_document_token, b.tokens_per_document_token);
+    }
 }

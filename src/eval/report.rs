@@ -26,6 +26,8 @@ pub struct MethodRow {
     pub requests_per_question: f64,
     /// Requests + reply-cache hits per question: the LLM calls the method needs.
     pub calls_per_question: f64,
+    /// Tokens of those calls: sent ones as the server counted them, cached ones as they cost
+    /// when first sent.
     pub prompt_tokens_per_question: f64,
     pub completion_tokens_per_question: f64,
     pub wall_secs_per_question: f64,
@@ -105,8 +107,14 @@ pub fn build(
             failures: rs.iter().filter(|r| r.error.is_some()).count(),
             requests_per_question: mean(rs.iter().map(|r| r.requests as f64)),
             calls_per_question: mean(rs.iter().map(|r| (r.requests + r.cache_hits) as f64)),
-            prompt_tokens_per_question: mean(rs.iter().map(|r| r.prompt_tokens as f64)),
-            completion_tokens_per_question: mean(rs.iter().map(|r| r.completion_tokens as f64)),
+            prompt_tokens_per_question: mean(
+                rs.iter()
+                    .map(|r| (r.prompt_tokens + r.replayed_prompt_tokens) as f64),
+            ),
+            completion_tokens_per_question: mean(
+                rs.iter()
+                    .map(|r| (r.completion_tokens + r.replayed_completion_tokens) as f64),
+            ),
             wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
         })
         .collect();
@@ -123,7 +131,12 @@ pub fn build(
             let doc_tokens: f64 = bs.iter().map(|b| b.document_tokens as f64).sum();
             let spent: f64 = bs
                 .iter()
-                .map(|b| (b.prompt_tokens + b.completion_tokens) as f64)
+                .map(|b| {
+                    (b.prompt_tokens
+                        + b.completion_tokens
+                        + b.replayed_prompt_tokens
+                        + b.replayed_completion_tokens) as f64
+                })
                 .sum();
             BuildRow {
                 kind,
@@ -133,8 +146,14 @@ pub fn build(
                 segments_per_doc: mean(bs.iter().map(|b| b.segments as f64)),
                 requests_per_doc: mean(bs.iter().map(|b| b.requests as f64)),
                 calls_per_doc: mean(bs.iter().map(|b| (b.requests + b.cache_hits) as f64)),
-                prompt_tokens_per_doc: mean(bs.iter().map(|b| b.prompt_tokens as f64)),
-                completion_tokens_per_doc: mean(bs.iter().map(|b| b.completion_tokens as f64)),
+                prompt_tokens_per_doc: mean(
+                    bs.iter()
+                        .map(|b| (b.prompt_tokens + b.replayed_prompt_tokens) as f64),
+                ),
+                completion_tokens_per_doc: mean(
+                    bs.iter()
+                        .map(|b| (b.completion_tokens + b.replayed_completion_tokens) as f64),
+                ),
                 tokens_per_document_token: if doc_tokens > 0.0 {
                     spent / doc_tokens
                 } else {
@@ -257,10 +276,11 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "\nLLM calls/q counts requests plus reply-cache hits (the calls the method needs); \
-             requests and tokens count only what was sent to the server in the runs that filled \
-             results.jsonl. Build costs are per document and shared by every method and question \
-             that reads the memory."
+            "\nLLM calls/q counts requests plus reply-cache hits (the calls the method needs), and \
+             the token columns count all of those calls (a cached reply at what it cost when it was \
+             first sent), so they are the method's cost whatever was cached; requests and wall time \
+             count only what was sent and spent in the runs that filled results.jsonl. Build costs \
+             are per document and shared by every method and question that reads the memory."
         );
         s
     }

@@ -59,6 +59,12 @@ pub struct ResultRecord {
     pub cache_hits: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens of the calls answered by the reply cache, as they cost when first sent
+    /// (absent in results written before it was recorded).
+    #[serde(default)]
+    pub replayed_prompt_tokens: u64,
+    #[serde(default)]
+    pub replayed_completion_tokens: u64,
     pub wall_secs: f64,
     pub answered_by_check: bool,
     pub steps: usize,
@@ -89,6 +95,12 @@ pub struct BuildRecord {
     pub cache_hits: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens of the calls answered by the reply cache, as they cost when first sent
+    /// (absent in results written before it was recorded).
+    #[serde(default)]
+    pub replayed_prompt_tokens: u64,
+    #[serde(default)]
+    pub replayed_completion_tokens: u64,
     pub wall_secs: f64,
     pub error: Option<String>,
 }
@@ -299,6 +311,8 @@ pub async fn run(
                         cache_hits: cost.cache_hits,
                         prompt_tokens: cost.prompt_tokens,
                         completion_tokens: cost.completion_tokens,
+                        replayed_prompt_tokens: cost.replayed_prompt_tokens,
+                        replayed_completion_tokens: cost.replayed_completion_tokens,
                         wall_secs: t.elapsed().as_secs_f64(),
                         error: None,
                     };
@@ -371,6 +385,8 @@ pub async fn run(
                             cache_hits: cost.cache_hits,
                             prompt_tokens: cost.prompt_tokens,
                             completion_tokens: cost.completion_tokens,
+                            replayed_prompt_tokens: cost.replayed_prompt_tokens,
+                            replayed_completion_tokens: cost.replayed_completion_tokens,
                             wall_secs: t.elapsed().as_secs_f64(),
                             answered_by_check: false,
                             steps: 0,

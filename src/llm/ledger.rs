@@ -29,6 +29,13 @@ pub struct StageStats {
     /// Of `prompt_tokens`, those the server reused from its prompt cache.
     #[serde(default)]
     pub cached_prompt_tokens: u64,
+    /// Prompt tokens of the replies served by the reply cache, as the server counted them when
+    /// they were first sent: with `prompt_tokens`, what the calls cost whatever was cached.
+    #[serde(default)]
+    pub replayed_prompt_tokens: u64,
+    /// Completion tokens of the replies served by the reply cache.
+    #[serde(default)]
+    pub replayed_completion_tokens: u64,
     /// Summed wall time of the calls, seconds (calls in parallel each count in full).
     pub wall_secs: f64,
 }
@@ -44,6 +51,8 @@ impl StageStats {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cached_prompt_tokens += other.cached_prompt_tokens;
+        self.replayed_prompt_tokens += other.replayed_prompt_tokens;
+        self.replayed_completion_tokens += other.replayed_completion_tokens;
         self.wall_secs += other.wall_secs;
     }
 }
@@ -253,9 +262,12 @@ impl Ledger {
         });
     }
 
-    pub fn record_cache_hit(&self, stage: &str, wall: Duration) {
+    /// A reply served by the cache; `usage` is what it cost when it was first sent.
+    pub fn record_cache_hit(&self, stage: &str, usage: &Usage, wall: Duration) {
         self.update(stage, |s| {
             s.cache_hits += 1;
+            s.replayed_prompt_tokens += usage.prompt_tokens;
+            s.replayed_completion_tokens += usage.completion_tokens;
             s.wall_secs += wall.as_secs_f64();
         });
     }
@@ -318,7 +330,15 @@ mod tests {
         };
         l.record_request("entities", u, 3, Duration::from_millis(500));
         l.record_request("entities", u, 1, Duration::from_millis(500));
-        l.record_cache_hit("summary", Duration::from_millis(1));
+        l.record_cache_hit(
+            "summary",
+            &Usage {
+                prompt_tokens: 7,
+                completion_tokens: 2,
+                ..Usage::default()
+            },
+            Duration::from_millis(1),
+        );
         l.record_unparsable("entities");
         l.record_failed_step("entities");
         let s = l.snapshot();
@@ -331,6 +351,9 @@ mod tests {
         assert_eq!(s.stages["summary"].cache_hits, 1);
         let t = s.total();
         assert_eq!((t.requests, t.cache_hits), (2, 1));
+        // A cache hit sends nothing but keeps what the reply cost when it was sent.
+        assert_eq!((t.prompt_tokens, t.replayed_prompt_tokens), (20, 7));
+        assert_eq!(t.replayed_completion_tokens, 2);
         // Two overlapping requests: max 2 in flight, mean between 1 and 2.
         let a = l.request_started();
         let b = l.request_started();

@@ -110,7 +110,8 @@ impl Service {
             if let Some(mut reply) = cache.get(key) {
                 reply.cached = true;
                 reply.attempts = 0;
-                self.ledger.record_cache_hit(stage, started.elapsed());
+                self.ledger
+                    .record_cache_hit(stage, &reply.usage, started.elapsed());
                 return Ok(reply);
             }
         }
