@@ -29,6 +29,7 @@ pub enum PromptError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PromptId {
     Summary,
+    SegmentContext,
     Entities,
     Relations,
     Questions,
@@ -52,8 +53,9 @@ pub enum PromptId {
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 21] = [
+    pub const ALL: [PromptId; 22] = [
         PromptId::Summary,
+        PromptId::SegmentContext,
         PromptId::Entities,
         PromptId::Relations,
         PromptId::Questions,
@@ -79,6 +81,7 @@ impl PromptId {
     pub fn file(self) -> &'static str {
         match self {
             PromptId::Summary => "summary.txt",
+            PromptId::SegmentContext => "segment_context.txt",
             PromptId::Entities => "entities.txt",
             PromptId::Relations => "relations.txt",
             PromptId::Questions => "questions.txt",
@@ -106,10 +109,11 @@ impl PromptId {
     pub fn placeholders(self) -> &'static [&'static str] {
         match self {
             PromptId::Summary => &["context"],
-            PromptId::Entities => &["summary", "question", "segment"],
-            PromptId::Relations => &["question", "segment", "entities"],
-            PromptId::Questions => &["summary", "segment", "entities", "relations"],
-            PromptId::Update => &["segment", "entities", "questions"],
+            PromptId::SegmentContext => &["summary", "segment"],
+            PromptId::Entities => &["question"],
+            PromptId::Relations => &["question", "entities"],
+            PromptId::Questions => &["entities", "relations"],
+            PromptId::Update => &["entities", "questions"],
             PromptId::RelationUpdate => &[
                 "question",
                 "summary",
@@ -139,6 +143,7 @@ impl PromptId {
     fn embedded(self) -> &'static str {
         match self {
             PromptId::Summary => include_str!("../prompts/summary.txt"),
+            PromptId::SegmentContext => include_str!("../prompts/segment_context.txt"),
             PromptId::Entities => include_str!("../prompts/entities.txt"),
             PromptId::Relations => include_str!("../prompts/relations.txt"),
             PromptId::Questions => include_str!("../prompts/questions.txt"),
@@ -292,6 +297,27 @@ fn validate(id: PromptId, text: &str) -> Result<(), PromptError> {
 }
 
 /// Appends `value`, breaking up any triple quote so it cannot close the prompt's delimiter.
+impl Prompts {
+    /// A short fingerprint of these templates (SHA-256 over each file name and text, first 16 hex
+    /// digits): a memory built with other prompts is another memory.
+    pub fn fingerprint(&self, ids: &[PromptId]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for id in ids {
+            let text = self
+                .templates
+                .get(id)
+                .map(String::as_str)
+                .unwrap_or_else(|| id.embedded());
+            for part in [id.file(), text] {
+                h.update((part.len() as u64).to_le_bytes());
+                h.update(part.as_bytes());
+            }
+        }
+        hex::encode(h.finalize())[..16].to_string()
+    }
+}
+
 fn push_value(out: &mut String, value: &str) {
     if value.contains(DELIMITER) {
         out.push_str(&value.replace(DELIMITER, "\"\u{200B}\"\u{200B}\""));
@@ -352,19 +378,15 @@ mod tests {
         for id in PromptId::ALL {
             std::fs::copy(src.join(id.file()), dir.path().join(id.file())).unwrap();
         }
-        std::fs::write(
-            dir.path().join("entities.txt"),
-            "Entities of {segment} for {question}",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("relations.txt"), "Relations for {question}").unwrap();
         let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();
         assert!(
-            err.contains("entities.txt") && err.contains("{summary}"),
+            err.contains("relations.txt") && err.contains("{entities}"),
             "{err}"
         );
         std::fs::write(
-            dir.path().join("entities.txt"),
-            "{summary} {question} {segment} {segmnt}",
+            dir.path().join("relations.txt"),
+            "{question} {entities} {segmnt}",
         )
         .unwrap();
         let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();

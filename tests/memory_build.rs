@@ -251,3 +251,129 @@ async fn the_memory_file_round_trips_and_bad_files_are_clear_errors() {
     assert_eq!(json["nodes"].as_array().unwrap().len(), m.entity_count());
     assert_eq!(json["edges"].as_array().unwrap().len(), m.relation_count());
 }
+
+/// The four per-segment prompts of a segment begin with one identical head (summary, then the
+/// segment), so a server's prompt cache computes it once per segment.
+#[tokio::test]
+async fn per_segment_prompts_share_one_head() {
+    let (_, llm) = build(false, params()).await;
+    let per_segment = [
+        "extract key entities",
+        "associate the extracted entities",
+        "Doubt is the catalyst",
+        "updated with the help of questions",
+    ];
+    let mut heads: Vec<Vec<String>> = vec![Vec::new(); 2];
+    for r in llm.received() {
+        let p = prompt_of(&r);
+        if !per_segment.iter().any(|k| p.contains(k)) {
+            continue;
+        }
+        let task = p
+            .find("# Task Definition")
+            .unwrap_or_else(|| panic!("no task after the head: {p}"));
+        let head = &p[..task];
+        assert!(head.starts_with("# Document summary\n"), "{head}");
+        let seg = if head.contains("born in the city of Lucerne") {
+            1
+        } else {
+            0
+        };
+        assert!(
+            head.trim_end().ends_with("\"\"\""),
+            "the head ends with the segment: {head}"
+        );
+        heads[seg].push(head.to_string());
+    }
+    for (seg, hs) in heads.iter().enumerate() {
+        assert_eq!(hs.len(), 4, "segment {seg}: four per-segment prompts");
+        assert!(
+            hs.iter().all(|h| h == &hs[0]),
+            "segment {seg}: the heads differ"
+        );
+    }
+    assert_ne!(heads[0][0], heads[1][0]);
+}
+
+/// A memory's file name carries the fingerprint of the prompts its build sends: edited
+/// construction prompts give another memory, an edited prompt the build does not send does not.
+#[test]
+fn a_memory_built_with_other_prompts_lives_in_another_file() {
+    use qrmem::config::Config;
+    use qrmem::llm::{Policy, ScriptedLlm, Service};
+    use qrmem::methods::{MemoryDir, MemoryKind, PrepareCtx};
+    use qrmem::prompts::{PromptId, Prompts};
+    use std::sync::Arc;
+
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(Arc::new(ScriptedLlm::new([])), None, policy);
+    let config = Config::default();
+    let dir = tempfile::tempdir().unwrap();
+    let store = MemoryDir::new(dir.path());
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let copy = |edit: Option<(&str, &str)>| {
+        let d = tempfile::tempdir().unwrap();
+        for id in PromptId::ALL {
+            std::fs::copy(src.join(id.file()), d.path().join(id.file())).unwrap();
+        }
+        if let Some((file, extra)) = edit {
+            let mut text = std::fs::read_to_string(d.path().join(file)).unwrap();
+            text.push_str(extra);
+            std::fs::write(d.path().join(file), text).unwrap();
+        }
+        let p = Prompts::load_dir(d.path()).unwrap();
+        drop(d);
+        p
+    };
+    let path = |prompts: &Prompts, kind: MemoryKind| {
+        let ctx = PrepareCtx {
+            llm: &svc,
+            prompts,
+            embedder: &common::bow::Bow,
+            config: &config,
+        };
+        store.path_for(kind, &ctx, common::velden::DOC, None)
+    };
+    let base = copy(None);
+    assert_eq!(
+        path(&base, MemoryKind::Graph),
+        path(&Prompts::load().unwrap(), MemoryKind::Graph),
+        "copies of the compiled-in prompts are the same prompts"
+    );
+    let entities = copy(Some(("entities.txt", "Be brief.\n")));
+    assert_ne!(
+        path(&base, MemoryKind::Graph),
+        path(&entities, MemoryKind::Graph)
+    );
+    let context = copy(Some(("segment_context.txt", "\n")));
+    assert_ne!(
+        path(&base, MemoryKind::NoOpenEntity),
+        path(&context, MemoryKind::NoOpenEntity)
+    );
+    // The answer prompt is read when answering, not when building.
+    let answer = copy(Some(("answer.txt", "Be brief.\n")));
+    for kind in [
+        MemoryKind::Graph,
+        MemoryKind::SummaryTree,
+        MemoryKind::KnowledgeTree,
+        MemoryKind::MemWalker,
+        MemoryKind::Garlic,
+    ] {
+        assert_eq!(path(&base, kind), path(&answer, kind), "{kind:?}");
+    }
+    let tree = copy(Some(("tree_summary.txt", "Be brief.\n")));
+    assert_ne!(
+        path(&base, MemoryKind::SummaryTree),
+        path(&tree, MemoryKind::SummaryTree)
+    );
+    assert_eq!(
+        path(&base, MemoryKind::Garlic),
+        path(&tree, MemoryKind::Garlic)
+    );
+}

@@ -47,6 +47,9 @@ pub struct BuildRow {
     pub completion_tokens_per_doc: f64,
     /// Prompt + completion tokens of the build over the document's own tokens.
     pub tokens_per_document_token: f64,
+    /// Share of the sent prompt tokens the server reused from its prompt cache (0..1).
+    #[serde(default)]
+    pub server_cached_share: f64,
     pub wall_secs_per_doc: f64,
 }
 
@@ -118,8 +121,21 @@ pub fn build(
             wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
         })
         .collect();
-    let mut by_kind: BTreeMap<String, Vec<&BuildRecord>> = BTreeMap::new();
+    // One build per (document, kind): the first that succeeded, else the last failure. A memory
+    // built again (its file lost, or its key changed) is replayed from the reply cache, and that
+    // second row would count the cost twice and the wall time as ~0.
+    let mut first: BTreeMap<(String, String), &BuildRecord> = BTreeMap::new();
     for b in builds {
+        let key = (b.document.clone(), b.kind.name().to_string());
+        match first.get(&key) {
+            Some(kept) if kept.error.is_none() => {}
+            _ => {
+                first.insert(key, b);
+            }
+        }
+    }
+    let mut by_kind: BTreeMap<String, Vec<&BuildRecord>> = BTreeMap::new();
+    for b in first.into_values() {
         by_kind
             .entry(b.kind.name().to_string())
             .or_default()
@@ -158,6 +174,15 @@ pub fn build(
                     spent / doc_tokens
                 } else {
                     0.0
+                },
+                server_cached_share: {
+                    let sent: u64 = bs.iter().map(|b| b.prompt_tokens).sum();
+                    let cached: u64 = bs.iter().map(|b| b.cached_prompt_tokens).sum();
+                    if sent > 0 {
+                        cached as f64 / sent as f64
+                    } else {
+                        0.0
+                    }
                 },
                 wall_secs_per_doc: mean(bs.iter().map(|b| b.wall_secs)),
             }
@@ -245,12 +270,15 @@ impl Report {
         }
         if !self.builds.is_empty() {
             let _ = writeln!(s, "\n## Memory builds (per document)\n");
-            let _ = writeln!(s, "| memory | documents | failures | document tokens | segments | requests | LLM calls | prompt tok | completion tok | tokens / document token | wall s |");
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(s, "| memory | documents | failures | document tokens | segments | requests | LLM calls | prompt tok | completion tok | tokens / document token | server-cached prompt % | wall s |");
+            let _ = writeln!(
+                s,
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
             for b in &self.builds {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {:.0} |",
+                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} |",
                     b.kind,
                     b.documents,
                     b.failures,
@@ -261,6 +289,7 @@ impl Report {
                     b.prompt_tokens_per_doc,
                     b.completion_tokens_per_doc,
                     b.tokens_per_document_token,
+                    100.0 * b.server_cached_share,
                     b.wall_secs_per_doc
                 );
             }
@@ -296,5 +325,63 @@ impl Report {
                 .map_err(std::io::Error::other)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::MemoryKind;
+
+    fn rec(document: &str, requests: u64, prompt: u64, cached: u64, wall: f64) -> BuildRecord {
+        BuildRecord {
+            document: document.to_string(),
+            kind: MemoryKind::Graph,
+            items: vec![format!("{document}-q")],
+            document_tokens: 1000,
+            segments: 2,
+            entities: 5,
+            relations: 3,
+            step_failures: 0,
+            requests,
+            cache_hits: 0,
+            prompt_tokens: prompt,
+            completion_tokens: 100,
+            replayed_prompt_tokens: 0,
+            replayed_completion_tokens: 0,
+            cached_prompt_tokens: cached,
+            wall_secs: wall,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_memory_built_twice_counts_once_and_the_server_cache_share_is_reported() {
+        let first = rec("a", 10, 4000, 1000, 100.0);
+        // The same memory built again from the reply cache: nothing sent, ~0 s.
+        let mut again = rec("a", 0, 0, 0, 0.1);
+        again.cache_hits = 10;
+        again.completion_tokens = 0;
+        again.replayed_prompt_tokens = 4000;
+        again.replayed_completion_tokens = 100;
+        let mut failed = rec("b", 3, 500, 0, 5.0);
+        failed.error = Some("the LLM went away".into());
+        let retried = rec("b", 10, 6000, 3000, 120.0);
+        let r = build("t", "m", &[], &[first, again, failed, retried], &[], vec![]);
+        assert_eq!(r.builds.len(), 1);
+        let b = &r.builds[0];
+        assert_eq!((b.documents, b.failures), (2, 0));
+        assert!(
+            (b.wall_secs_per_doc - 110.0).abs() < 1e-9,
+            "{}",
+            b.wall_secs_per_doc
+        );
+        assert!((b.prompt_tokens_per_doc - 5000.0).abs() < 1e-9);
+        assert!((b.server_cached_share - 0.4).abs() < 1e-9);
+        assert!(
+            r.to_markdown().contains("| 40 | 110 |"),
+            "{}",
+            r.to_markdown()
+        );
     }
 }

@@ -65,6 +65,10 @@ pub struct ResultRecord {
     pub replayed_prompt_tokens: u64,
     #[serde(default)]
     pub replayed_completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server reused from its prompt cache (0 where it does not
+    /// say, and in results recorded before it was).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     pub wall_secs: f64,
     pub answered_by_check: bool,
     pub steps: usize,
@@ -101,6 +105,11 @@ pub struct BuildRecord {
     pub replayed_prompt_tokens: u64,
     #[serde(default)]
     pub replayed_completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server reused from its prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`; 0 where the server does not say, and in builds
+    /// recorded before it was).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     pub wall_secs: f64,
     pub error: Option<String>,
 }
@@ -313,6 +322,7 @@ pub async fn run(
                         completion_tokens: cost.completion_tokens,
                         replayed_prompt_tokens: cost.replayed_prompt_tokens,
                         replayed_completion_tokens: cost.replayed_completion_tokens,
+                        cached_prompt_tokens: cost.cached_prompt_tokens,
                         wall_secs: t.elapsed().as_secs_f64(),
                         error: None,
                     };
@@ -387,6 +397,7 @@ pub async fn run(
                             completion_tokens: cost.completion_tokens,
                             replayed_prompt_tokens: cost.replayed_prompt_tokens,
                             replayed_completion_tokens: cost.replayed_completion_tokens,
+                            cached_prompt_tokens: cost.cached_prompt_tokens,
                             wall_secs: t.elapsed().as_secs_f64(),
                             answered_by_check: false,
                             steps: 0,

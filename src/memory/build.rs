@@ -379,7 +379,8 @@ impl<'a> Builder<'a> {
                     .map(|seg| {
                         let current = outs[seg.index].entities.clone();
                         let qs = accepted[seg.index].clone();
-                        async move { (seg.index, self.update(seg, &current, &qs).await) }
+                        let summary = &summary;
+                        async move { (seg.index, self.update(seg, summary, &current, &qs).await) }
                     })
                     .buffer_unordered(self.concurrency)
                     .collect()
@@ -510,6 +511,28 @@ impl<'a> Builder<'a> {
         Ok(parts.join("\n"))
     }
 
+    /// The shared head of every per-segment prompt: the document summary, then the segment.
+    /// The four per-segment prompts (entities, relations, questions, update) start with exactly
+    /// this text, so an OpenAI-compatible server with a prompt cache (llama.cpp's `cache_prompt`)
+    /// computes it once per segment instead of four times.
+    fn segment_context(&self, seg: &Segment, summary: &str) -> Result<String, BuildError> {
+        Ok(self.prompts.render(
+            PromptId::SegmentContext,
+            &[("summary", summary), ("segment", &seg.text)],
+        )?)
+    }
+
+    /// `context` (from [`Self::segment_context`], already rendered) followed by the task prompt.
+    fn segment_prompt(
+        &self,
+        context: &str,
+        id: PromptId,
+        values: &[(&str, &str)],
+    ) -> Result<String, BuildError> {
+        let task = self.prompts.render(id, values)?;
+        Ok(format!("{context}{task}"))
+    }
+
     /// Phase 1 for one segment.
     async fn extract(
         &self,
@@ -518,6 +541,7 @@ impl<'a> Builder<'a> {
         question: Option<&str>,
     ) -> Result<SegmentOut, BuildError> {
         let mut out = SegmentOut::default();
+        let context = self.segment_context(seg, summary)?;
         let lower = seg.text.to_lowercase();
         for e in schema::extract(&seg.text) {
             out.entities.push(RawEntity {
@@ -528,13 +552,10 @@ impl<'a> Builder<'a> {
             });
         }
         if self.params.open_entity {
-            let p = self.prompts.render(
+            let p = self.segment_prompt(
+                &context,
                 PromptId::Entities,
-                &[
-                    ("summary", summary),
-                    ("question", question_text(question)),
-                    ("segment", &seg.text),
-                ],
+                &[("question", question_text(question))],
             )?;
             match self
                 .llm
@@ -555,11 +576,11 @@ impl<'a> Builder<'a> {
         }
         self.progress.tick();
         let entities = entity_lines(&out.entities);
-        let p = self.prompts.render(
+        let p = self.segment_prompt(
+            &context,
             PromptId::Relations,
             &[
                 ("question", question_text(question)),
-                ("segment", &seg.text),
                 ("entities", &entities),
             ],
         )?;
@@ -587,14 +608,10 @@ impl<'a> Builder<'a> {
         if self.params.graph_update {
             let relations = relation_lines(&out.relations);
             let entities = entity_lines(&out.entities);
-            let p = self.prompts.render(
+            let p = self.segment_prompt(
+                &context,
                 PromptId::Questions,
-                &[
-                    ("summary", summary),
-                    ("segment", &seg.text),
-                    ("entities", &entities),
-                    ("relations", &relations),
-                ],
+                &[("entities", &entities), ("relations", &relations)],
             )?;
             match self
                 .llm
@@ -621,6 +638,7 @@ impl<'a> Builder<'a> {
     async fn update(
         &self,
         seg: &Segment,
+        summary: &str,
         current: &[RawEntity],
         questions: &[String],
     ) -> Result<SegmentOut, BuildError> {
@@ -630,13 +648,10 @@ impl<'a> Builder<'a> {
             return Ok(out);
         }
         let qs: String = questions.iter().map(|q| format!("- {q}\n")).collect();
-        let p = self.prompts.render(
+        let p = self.segment_prompt(
+            &self.segment_context(seg, summary)?,
             PromptId::Update,
-            &[
-                ("segment", &seg.text),
-                ("entities", &entity_lines(current)),
-                ("questions", &qs),
-            ],
+            &[("entities", &entity_lines(current)), ("questions", &qs)],
         )?;
         match self
             .llm

@@ -16,7 +16,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
 use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
-use crate::prompts::Prompts;
+use crate::prompts::{PromptId, Prompts};
 
 use super::garlic::{Garlic, GarlicCtx, GarlicError, GarlicParams};
 use super::knowledge_tree::{BuildCtx, KnowledgeTree, KtError, KtParams, Variant};
@@ -55,6 +55,26 @@ impl MemoryKind {
             MemoryKind::KnowledgeTree => "knowledge-tree",
             MemoryKind::MemWalker => "memwalker",
             MemoryKind::Garlic => "garlic",
+        }
+    }
+
+    /// The prompts its build sends (their fingerprint is part of the memory's key).
+    pub fn build_prompts(self) -> &'static [PromptId] {
+        match self {
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity => &[
+                PromptId::Summary,
+                PromptId::SegmentContext,
+                PromptId::Entities,
+                PromptId::Relations,
+                PromptId::Questions,
+                PromptId::Update,
+                PromptId::RelationUpdate,
+            ],
+            MemoryKind::Segments => &[],
+            MemoryKind::SummaryTree => &[PromptId::TreeSummary],
+            MemoryKind::KnowledgeTree => &[PromptId::KtTaxonomy, PromptId::KtNode],
+            MemoryKind::MemWalker => &[PromptId::Summary],
+            MemoryKind::Garlic => &[PromptId::GarlicSummary],
         }
     }
 

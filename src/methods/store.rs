@@ -55,6 +55,7 @@ impl MemoryDir {
             ctx.llm.model(),
             ctx.embedder.model_id(),
             question.unwrap_or("\u{0}none"),
+            &ctx.prompts.fingerprint(kind.build_prompts()),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
