@@ -278,7 +278,7 @@ impl Report {
             for b in &self.builds {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} |",
+                    "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} | {} | {:.0} |",
                     b.kind,
                     b.documents,
                     b.failures,
@@ -289,7 +289,12 @@ impl Report {
                     b.prompt_tokens_per_doc,
                     b.completion_tokens_per_doc,
                     b.tokens_per_document_token,
-                    100.0 * b.server_cached_share,
+                    // 0: the server did not say (or the builds predate the field).
+                    if b.server_cached_share > 0.0 {
+                        format!("{:.0}", 100.0 * b.server_cached_share)
+                    } else {
+                        "-".to_string()
+                    },
                     b.wall_secs_per_doc
                 );
             }
