@@ -230,17 +230,21 @@ impl Prompts {
         Ok(Prompts { templates })
     }
 
+    /// The template of `id`: the loaded file, else the compiled-in text.
+    fn template(&self, id: PromptId) -> &str {
+        self.templates
+            .get(&id)
+            .map(String::as_str)
+            .unwrap_or_else(|| id.embedded())
+    }
+
     /// Fills the template. Every placeholder needs a value (validated sets make this total for
     /// the pipeline's own calls); values are inserted verbatim and never re-scanned.
     /// Fills the template's placeholders. Values are data: every prompt delimits them with
     /// triple quotes, so a `"""` inside a value (a document trying to close the delimiter and
     /// speak as the prompt) is broken up with a zero-width space.
     pub fn render(&self, id: PromptId, values: &[(&str, &str)]) -> Result<String, PromptError> {
-        let template = self
-            .templates
-            .get(&id)
-            .map(String::as_str)
-            .unwrap_or_else(|| id.embedded());
+        let template = self.template(id);
         let mut out = String::with_capacity(
             template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>(),
         );
@@ -303,13 +307,8 @@ impl Prompts {
     pub fn fingerprint(&self, ids: &[PromptId]) -> String {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
-        for id in ids {
-            let text = self
-                .templates
-                .get(id)
-                .map(String::as_str)
-                .unwrap_or_else(|| id.embedded());
-            for part in [id.file(), text] {
+        for &id in ids {
+            for part in [id.file(), self.template(id)] {
                 h.update((part.len() as u64).to_le_bytes());
                 h.update(part.as_bytes());
             }
