@@ -300,19 +300,16 @@ async fn per_segment_prompts_share_one_head() {
 #[test]
 fn a_memory_built_with_other_prompts_lives_in_another_file() {
     use qrmem::config::Config;
-    use qrmem::llm::{Policy, ScriptedLlm, Service};
+    use qrmem::llm::{ScriptedLlm, Service};
     use qrmem::methods::{MemoryDir, MemoryKind, PrepareCtx};
     use qrmem::prompts::{PromptId, Prompts};
     use std::sync::Arc;
 
-    let policy = Policy {
-        temperature: 0.0,
-        max_tokens: 256,
-        frequency_penalty: 0.5,
-        json_retries: 4,
-        retry_temperature: 0.7,
-    };
-    let svc = Service::new(Arc::new(ScriptedLlm::new([])), None, policy);
+    let svc = Service::new(
+        Arc::new(ScriptedLlm::new([])),
+        None,
+        common::velden::policy(),
+    );
     let config = Config::default();
     let dir = tempfile::tempdir().unwrap();
     let store = MemoryDir::new(dir.path());

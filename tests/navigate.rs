@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use petgraph::stable_graph::StableDiGraph;
-use qrmem::llm::{ChatRequest, LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::llm::{ChatRequest, LedgerSnapshot, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
 use qrmem::navigate::{Method, Navigator, Options, Trace};
 use qrmem::prompts::Prompts;
@@ -143,14 +143,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
 
 async fn ask(m: &Memory, opts: Options, checks: Vec<&'static str>) -> (Trace, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(checks)));
-    let policy = Policy {
-        temperature: 0.0,
-        max_tokens: 256,
-        frequency_penalty: 0.5,
-        json_retries: 4,
-        retry_temperature: 0.7,
-    };
-    let svc = Service::new(llm.clone(), None, policy);
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
     let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone())
         .ask(QUESTION, &[])
@@ -396,14 +389,7 @@ async fn kn_falls_back_on_co_occurring_entities_when_no_relation_edge_leaves_e()
 
 async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(vec![])));
-    let policy = Policy {
-        temperature: 0.0,
-        max_tokens: 256,
-        frequency_penalty: 0.5,
-        json_retries: 4,
-        retry_temperature: 0.7,
-    };
-    let svc = Service::new(llm.clone(), None, policy);
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
     let ctx = qrmem::methods::Ctx {
         llm: &svc,

@@ -75,6 +75,18 @@ pub fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
     }
 }
 
+/// The structured-output policy of the scripted build and navigation tests: the paper's
+/// (temperature 0, then up to 4 retries at 0.7) with the default frequency penalty.
+pub fn policy() -> Policy {
+    Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 4,
+        retry_temperature: 0.7,
+    }
+}
+
 pub fn params() -> BuildParams {
     let mut c = Config::default();
     c.memory.segment_tokens = 150;
@@ -83,14 +95,7 @@ pub fn params() -> BuildParams {
 
 pub async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| reply(r, broken)));
-    let policy = Policy {
-        temperature: 0.0,
-        max_tokens: 256,
-        frequency_penalty: 0.5,
-        json_retries: 4,
-        retry_temperature: 0.7,
-    };
-    let svc = Service::new(llm.clone(), None, policy);
+    let svc = Service::new(llm.clone(), None, policy());
     let prompts = Prompts::load().unwrap();
     let m = Builder::new(&svc, &prompts, params, 2)
         .build(DOC, Some(QUESTION), "velden.txt")
