@@ -238,11 +238,11 @@ impl Prompts {
             .unwrap_or_else(|| id.embedded())
     }
 
-    /// Fills the template. Every placeholder needs a value (validated sets make this total for
-    /// the pipeline's own calls); values are inserted verbatim and never re-scanned.
-    /// Fills the template's placeholders. Values are data: every prompt delimits them with
-    /// triple quotes, so a `"""` inside a value (a document trying to close the delimiter and
-    /// speak as the prompt) is broken up with a zero-width space.
+    /// Fills the template's placeholders. Every placeholder needs a value (validated sets make
+    /// this total for the pipeline's own calls); values are inserted once and never re-scanned.
+    /// Values are data: every prompt delimits them with triple quotes, so a `"""` inside a value
+    /// (a document trying to close the delimiter and speak as the prompt) is broken up with a
+    /// zero-width space.
     pub fn render(&self, id: PromptId, values: &[(&str, &str)]) -> Result<String, PromptError> {
         let template = self.template(id);
         let mut out = String::with_capacity(
