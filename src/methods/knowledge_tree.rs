@@ -220,6 +220,36 @@ struct Verdict {
     partial: Value,
 }
 
+impl Verdict {
+    /// (answer, complete, verdict note). A reply that writes an answer is at least a partial
+    /// answer even when it also sets "No Answer" (the prompt allows "No Answer" only when no
+    /// answer can be given; small models set every flag to true beside a concrete answer):
+    /// such a contradiction is read as a Partial Answer, so the search goes on and the answer
+    /// is kept as a fallback, and the note says so.
+    fn classify(self) -> (Option<String>, bool, String) {
+        let answer = match self.answer {
+            Some(Value::String(s))
+                if !s.trim().is_empty() && !s.trim().eq_ignore_ascii_case("null") =>
+            {
+                Some(s.trim().to_string())
+            }
+            _ => None,
+        };
+        let no_answer = truthy(&self.no_answer);
+        let partial = truthy(&self.partial);
+        match answer {
+            None => (None, false, "No Answer".to_string()),
+            Some(a) if no_answer => (
+                Some(a),
+                false,
+                "Partial Answer (the reply gave an answer but also set \"No Answer\")".to_string(),
+            ),
+            Some(a) if partial => (Some(a), false, "Partial Answer".to_string()),
+            Some(a) => (Some(a), true, "Answer".to_string()),
+        }
+    }
+}
+
 fn truthy(v: &Value) -> bool {
     match v {
         Value::Bool(b) => *b,
@@ -614,30 +644,7 @@ impl KnowledgeTree {
             )
             .await
         {
-            Ok(r) => {
-                let a = match r.value.answer {
-                    Some(Value::String(s))
-                        if !s.trim().is_empty() && !s.trim().eq_ignore_ascii_case("null") =>
-                    {
-                        Some(s.trim().to_string())
-                    }
-                    _ => None,
-                };
-                let none = truthy(&r.value.no_answer) || a.is_none();
-                let partial = truthy(&r.value.partial);
-                let verdict = if none {
-                    "No Answer"
-                } else if partial {
-                    "Partial Answer"
-                } else {
-                    "Answer"
-                };
-                (
-                    if none { None } else { a },
-                    !none && !partial,
-                    verdict.to_string(),
-                )
-            }
+            Ok(r) => r.value.classify(),
             Err(e) => (None, false, format!("the leaf answer failed: {e}")),
         };
         steps.push(Step {
@@ -853,6 +860,30 @@ mod tests {
         }
         assert_eq!(groups(3, 5, 8), vec![0..3]);
         assert!(groups(0, 5, 8).is_empty());
+    }
+
+    #[test]
+    fn leaf_verdicts_read_contradictions_as_partial() {
+        let v = |j: Value| serde_json::from_value::<Verdict>(j).map(Verdict::classify);
+        let c = v(json!({"Answer": "C", "No Answer": false, "Partial Answer": false})).unwrap();
+        assert_eq!(
+            (c.0.as_deref(), c.1, c.2.as_str()),
+            (Some("C"), true, "Answer")
+        );
+        let p = v(json!({"Answer": "C", "No Answer": false, "Partial Answer": true})).unwrap();
+        assert_eq!((p.0.as_deref(), p.1), (Some("C"), false));
+        assert_eq!(p.2, "Partial Answer");
+        // The 0.5B model's habit: an answer with every flag set. Kept, but not complete.
+        let x = v(json!({"Answer": "B", "No Answer": true, "Partial Answer": true})).unwrap();
+        assert_eq!((x.0.as_deref(), x.1), (Some("B"), false));
+        assert!(x.2.contains("also set \"No Answer\""), "{}", x.2);
+        let x = v(json!({"Answer": "B", "No Answer": "true", "Partial Answer": false})).unwrap();
+        assert_eq!((x.0.as_deref(), x.1), (Some("B"), false));
+        for empty in [json!(null), json!(""), json!("null"), json!("  ")] {
+            let n =
+                v(json!({"Answer": empty, "No Answer": false, "Partial Answer": false})).unwrap();
+            assert_eq!((n.0, n.1, n.2.as_str()), (None, false, "No Answer"));
+        }
     }
 
     #[test]
