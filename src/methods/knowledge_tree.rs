@@ -599,7 +599,7 @@ impl KnowledgeTree {
             .collect()
     }
 
-    /// Answers from one leaf: (answer, complete, partial).
+    /// Answers from one leaf: (answer, complete). The verdict (see `Verdict::classify`) is a step.
     async fn try_leaf(
         &self,
         llm: &Service,
