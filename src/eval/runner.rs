@@ -8,6 +8,7 @@
 //! each result's cost is read off its own scoped ledger, so concurrency never mixes costs.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -123,6 +124,8 @@ pub struct EvalOptions {
     pub concurrency: usize,
     /// Drop failed results and run those pairs again.
     pub retry_failed: bool,
+    /// Show progress on stderr: bars on a terminal, one plain line per finished build and
+    /// (item, method) pair otherwise (a run left in the background with its stderr in a log).
     pub progress: bool,
 }
 
@@ -247,7 +250,8 @@ pub async fn run(
         groups.entry(k).or_default().push((item, pending));
     }
 
-    let multi = if opts.progress {
+    let lines = opts.progress && !std::io::stderr().is_terminal();
+    let multi = if opts.progress && !lines {
         indicatif::MultiProgress::new()
     } else {
         indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden())
@@ -340,12 +344,18 @@ pub async fn run(
                             drop(c);
                             if origin == Origin::Built && kind.needs_llm() {
                                 builds.append(&rec)?;
+                                if lines {
+                                    eprintln!("{}", build_line(&rec));
+                                }
                             }
                             memories.insert(kind, Ok(m));
                         }
                         Err(e) => {
                             rec.error = Some(e.to_string());
                             builds.append(&rec)?;
+                            if lines {
+                                eprintln!("{}", build_line(&rec));
+                            }
                             memories.insert(kind, Err(e.to_string()));
                         }
                     }
@@ -425,6 +435,9 @@ pub async fn run(
                         }
                         if let Some(bar) = bars.get(&rec.method) {
                             bar.inc(1);
+                            if lines {
+                                eprintln!("{}", result_line(&rec, bar));
+                            }
                         }
                         Ok(())
                     })
@@ -445,6 +458,55 @@ pub async fn run(
     summary.ledger = ctx.llm.ledger().snapshot();
     summary.wall_secs = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The plain progress line of a finished build (`memory graph 3f2a9c1e (1 item): 41 requests, 612 s`).
+fn build_line(rec: &BuildRecord) -> String {
+    let doc: String = rec.document.chars().take(8).collect();
+    let n = rec.items.len();
+    let what = match &rec.error {
+        Some(e) => format!("FAILED: {e}"),
+        None => format!("{} requests, {:.0} s", rec.requests, rec.wall_secs),
+    };
+    format!(
+        "{} memory {} {doc} ({n} item{}): {what}",
+        clock(),
+        rec.kind.name(),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The plain progress line of a finished pair, with the method's count and ETA.
+fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
+    let what = match &rec.error {
+        Some(e) => format!("FAILED: {e}"),
+        None => format!("em {:.2} f1 {:.2}", rec.em, rec.f1),
+    };
+    let trials = rec
+        .max_trials
+        .map(|t| format!(" (trials {t})"))
+        .unwrap_or_default();
+    format!(
+        "{} {}{trials} {}/{} item {}: {what}; {} requests, {:.0} s; ETA {}",
+        clock(),
+        rec.method,
+        bar.position(),
+        bar.length().unwrap_or(0),
+        rec.item,
+        rec.requests,
+        rec.wall_secs,
+        indicatif::HumanDuration(bar.eta())
+    )
+}
+
+/// UTC wall-clock time of day, `hh:mm:ss`, for the plain progress lines.
+fn clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        % 86_400;
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// Reads a run directory's results and builds (for the report).
@@ -474,6 +536,47 @@ mod tests {
             gold_letter: letter.map(str::to_string),
             supporting: vec![],
         }
+    }
+
+    #[test]
+    fn plain_progress_lines_name_the_pair_and_the_failure() {
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_length(30);
+        bar.inc(3);
+        let mut rec = ResultRecord {
+            item: "5a8b57f2".into(),
+            dataset: "hotpotqa".into(),
+            method: "kn".into(),
+            max_trials: Some(2),
+            question: "q".into(),
+            prediction: "Paris".into(),
+            gold: vec!["Paris".into()],
+            gold_letter: None,
+            em: 1.0,
+            f1: 1.0,
+            error: None,
+            requests: 4,
+            cache_hits: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            replayed_prompt_tokens: 0,
+            replayed_completion_tokens: 0,
+            cached_prompt_tokens: 0,
+            wall_secs: 95.4,
+            answered_by_check: false,
+            steps: 0,
+            segments_used: vec![],
+            step_failures: vec![],
+        };
+        let line = result_line(&rec, &bar);
+        assert!(
+            line.contains("kn (trials 2) 3/30 item 5a8b57f2: em 1.00 f1 1.00; 4 requests, 95 s"),
+            "{line}"
+        );
+        rec.error = Some("the server timed out".into());
+        let line = result_line(&rec, &bar);
+        assert!(line.contains("FAILED: the server timed out"), "{line}");
+        assert!(!line.contains("f1"), "{line}");
     }
 
     #[test]
