@@ -345,7 +345,7 @@ pub async fn run(
                             if origin == Origin::Built && kind.needs_llm() {
                                 builds.append(&rec)?;
                                 if lines {
-                                    eprintln!("{}", build_line(&rec));
+                                    say(&build_line(&rec));
                                 }
                             }
                             memories.insert(kind, Ok(m));
@@ -354,7 +354,7 @@ pub async fn run(
                             rec.error = Some(e.to_string());
                             builds.append(&rec)?;
                             if lines {
-                                eprintln!("{}", build_line(&rec));
+                                say(&build_line(&rec));
                             }
                             memories.insert(kind, Err(e.to_string()));
                         }
@@ -436,7 +436,7 @@ pub async fn run(
                         if let Some(bar) = bars.get(&rec.method) {
                             bar.inc(1);
                             if lines {
-                                eprintln!("{}", result_line(&rec, bar));
+                                say(&result_line(&rec, bar));
                             }
                         }
                         Ok(())
@@ -497,6 +497,13 @@ fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
         rec.wall_secs,
         indicatif::HumanDuration(bar.eta())
     )
+}
+
+/// Writes a progress line to stderr. A closed or full stderr is not worth failing (or, as
+/// `eprintln!` would, panicking) a run over: the line is dropped and the results stay on disk.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// UTC wall-clock time of day, `hh:mm:ss`, for the plain progress lines.
