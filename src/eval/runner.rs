@@ -330,7 +330,9 @@ pub async fn run(
                         wall_secs: t.elapsed().as_secs_f64(),
                         error: None,
                     };
-                    match got {
+                    // Journaled: every failure, and every LLM-built memory (loaded ones and
+                    // LLM-free indexes cost nothing worth a line).
+                    let journal = match got {
                         Ok((m, origin)) => {
                             rec.segments = m.segments();
                             rec.entities = m.entities();
@@ -342,21 +344,19 @@ pub async fn run(
                                 Origin::Loaded => c.memories_loaded += 1,
                             }
                             drop(c);
-                            if origin == Origin::Built && kind.needs_llm() {
-                                builds.append(&rec)?;
-                                if lines {
-                                    say(&build_line(&rec));
-                                }
-                            }
                             memories.insert(kind, Ok(m));
+                            origin == Origin::Built && kind.needs_llm()
                         }
                         Err(e) => {
                             rec.error = Some(e.to_string());
-                            builds.append(&rec)?;
-                            if lines {
-                                say(&build_line(&rec));
-                            }
                             memories.insert(kind, Err(e.to_string()));
+                            true
+                        }
+                    };
+                    if journal {
+                        builds.append(&rec)?;
+                        if lines {
+                            say(&build_line(&rec));
                         }
                     }
                 }
