@@ -257,8 +257,20 @@ pub async fn run(
         indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden())
     };
     let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>18} {bar:25} {pos}/{len} ETA {eta} {msg}",
+        "{prefix:>18} {bar:25} {pos}/{len} ETA {mean_eta} {msg}",
     )
+    .map(|s| {
+        s.with_key(
+            "mean_eta",
+            |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(
+                    w,
+                    "{}",
+                    eta_text(st.pos(), st.len().unwrap_or(0), st.elapsed())
+                );
+            },
+        )
+    })
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     let mut bars: BTreeMap<String, indicatif::ProgressBar> = BTreeMap::new();
     for m in &opts.methods {
@@ -495,8 +507,33 @@ fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
         rec.item,
         rec.requests,
         rec.wall_secs,
-        indicatif::HumanDuration(bar.eta())
+        eta_text(bar.position(), bar.length().unwrap_or(0), bar.elapsed())
     )
+}
+
+/// A method's time left at its mean rate since the run began: elapsed x left / done.
+/// indicatif's own estimate follows the last few steps, and in an eval run pairs finish in
+/// bursts after each wave of memory builds, so it swung from 2 hours to 27 hours between two
+/// consecutive lines of the same run; the mean rate counts the builds' time in every pair.
+fn mean_rate_eta(
+    done: u64,
+    total: u64,
+    elapsed: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if done == 0 {
+        return None;
+    }
+    let left = total.saturating_sub(done);
+    let per_pair = elapsed.as_secs_f64() / done as f64;
+    Some(std::time::Duration::from_secs_f64(per_pair * left as f64))
+}
+
+/// [`mean_rate_eta`] for a person: "?" until the first pair of the method finishes.
+fn eta_text(done: u64, total: u64, elapsed: std::time::Duration) -> String {
+    match mean_rate_eta(done, total, elapsed) {
+        Some(d) => indicatif::HumanDuration(d).to_string(),
+        None => "?".to_string(),
+    }
 }
 
 /// Writes a progress line to stderr. A closed or full stderr is not worth failing (or, as
@@ -546,6 +583,28 @@ mod tests {
     }
 
     #[test]
+    fn eta_is_the_mean_rate_since_the_start_over_the_pairs_left() {
+        use std::time::Duration;
+        // 2 of 26 pairs after 72 minutes: 36 minutes a pair, 24 left.
+        assert_eq!(
+            mean_rate_eta(2, 26, Duration::from_secs(72 * 60)),
+            Some(Duration::from_secs(24 * 36 * 60))
+        );
+        assert_eq!(mean_rate_eta(0, 26, Duration::from_secs(600)), None);
+        assert_eq!(eta_text(0, 26, Duration::from_secs(600)), "?");
+        assert_eq!(
+            mean_rate_eta(26, 26, Duration::from_secs(600)),
+            Some(Duration::ZERO)
+        );
+        // More finished than planned (a bar never overshoots, but the ETA must not underflow).
+        assert_eq!(
+            mean_rate_eta(27, 26, Duration::from_secs(600)),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(eta_text(1, 3, Duration::from_secs(3600)), "2 hours");
+    }
+
+    #[test]
     fn plain_progress_lines_name_the_pair_and_the_failure() {
         let bar = indicatif::ProgressBar::hidden();
         bar.set_length(30);
@@ -580,6 +639,7 @@ mod tests {
             line.contains("kn (trials 2) 3/30 item 5a8b57f2: em 1.00 f1 1.00; 4 requests, 95 s"),
             "{line}"
         );
+        assert!(line.contains("; ETA "), "{line}");
         rec.error = Some("the server timed out".into());
         let line = result_line(&rec, &bar);
         assert!(line.contains("FAILED: the server timed out"), "{line}");
