@@ -22,6 +22,7 @@ use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service};
 use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, PrepareCtx};
 use crate::navigate::{Options, Window};
+use crate::progress;
 use crate::prompts::Prompts;
 
 #[derive(Debug, Error)]
@@ -443,12 +444,11 @@ pub async fn run(
     } else {
         indicatif::ProgressBar::hidden()
     };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} questions, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    // The ETA is the mean rate since the start: questions finish in bursts after each
+    // document's memory is built (see `progress`).
+    bar.set_style(progress::style(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} questions, ETA {mean_eta}  {msg}",
+    ));
     let counts = Counts::default();
     for r in &bad {
         journal.append(r)?;

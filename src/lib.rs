@@ -13,6 +13,7 @@ pub mod llm;
 pub mod memory;
 pub mod methods;
 pub mod navigate;
+mod progress;
 pub mod prompts;
 pub mod text;
 

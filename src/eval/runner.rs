@@ -25,6 +25,7 @@ use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service};
 use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx};
 use crate::navigate::{Options, Window};
+use crate::progress::{self, eta_text};
 use crate::prompts::Prompts;
 use crate::text::count_tokens;
 
@@ -256,22 +257,7 @@ pub async fn run(
     } else {
         indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden())
     };
-    let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>18} {bar:25} {pos}/{len} ETA {mean_eta} {msg}",
-    )
-    .map(|s| {
-        s.with_key(
-            "mean_eta",
-            |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(
-                    w,
-                    "{}",
-                    eta_text(st.pos(), st.len().unwrap_or(0), st.elapsed())
-                );
-            },
-        )
-    })
-    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let style = progress::style("{prefix:>18} {bar:25} {pos}/{len} ETA {mean_eta} {msg}");
     let mut bars: BTreeMap<String, indicatif::ProgressBar> = BTreeMap::new();
     for m in &opts.methods {
         let name = m.to_string();
@@ -511,31 +497,6 @@ fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
     )
 }
 
-/// A method's time left at its mean rate since the run began: elapsed x left / done.
-/// indicatif's own estimate follows the last few steps, and in an eval run pairs finish in
-/// bursts after each wave of memory builds, so it swung from 2 hours to 27 hours between two
-/// consecutive lines of the same run; the mean rate counts the builds' time in every pair.
-fn mean_rate_eta(
-    done: u64,
-    total: u64,
-    elapsed: std::time::Duration,
-) -> Option<std::time::Duration> {
-    if done == 0 {
-        return None;
-    }
-    let left = total.saturating_sub(done);
-    let per_pair = elapsed.as_secs_f64() / done as f64;
-    Some(std::time::Duration::from_secs_f64(per_pair * left as f64))
-}
-
-/// [`mean_rate_eta`] for a person: "?" until the first pair of the method finishes.
-fn eta_text(done: u64, total: u64, elapsed: std::time::Duration) -> String {
-    match mean_rate_eta(done, total, elapsed) {
-        Some(d) => indicatif::HumanDuration(d).to_string(),
-        None => "?".to_string(),
-    }
-}
-
 /// Writes a progress line to stderr. A closed or full stderr is not worth failing (or, as
 /// `eprintln!` would, panicking) a run over: the line is dropped and the results stay on disk.
 fn say(line: &str) {
@@ -580,28 +541,6 @@ mod tests {
             gold_letter: letter.map(str::to_string),
             supporting: vec![],
         }
-    }
-
-    #[test]
-    fn eta_is_the_mean_rate_since_the_start_over_the_pairs_left() {
-        use std::time::Duration;
-        // 2 of 26 pairs after 72 minutes: 36 minutes a pair, 24 left.
-        assert_eq!(
-            mean_rate_eta(2, 26, Duration::from_secs(72 * 60)),
-            Some(Duration::from_secs(24 * 36 * 60))
-        );
-        assert_eq!(mean_rate_eta(0, 26, Duration::from_secs(600)), None);
-        assert_eq!(eta_text(0, 26, Duration::from_secs(600)), "?");
-        assert_eq!(
-            mean_rate_eta(26, 26, Duration::from_secs(600)),
-            Some(Duration::ZERO)
-        );
-        // More finished than planned (a bar never overshoots, but the ETA must not underflow).
-        assert_eq!(
-            mean_rate_eta(27, 26, Duration::from_secs(600)),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(eta_text(1, 3, Duration::from_secs(3600)), "2 hours");
     }
 
     #[test]
