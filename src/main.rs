@@ -1025,12 +1025,7 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
     let prompts = Prompts::load()?;
     let svc = service(&config)?;
     let started = Instant::now();
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar();
     let builder = Builder::new(
         &svc,
         &prompts,
