@@ -220,3 +220,83 @@ async fn refinements_stop_at_the_cap_and_at_the_window() {
     );
     assert_eq!(small.steps.len(), 2, "the refusal, then the answer");
 }
+
+/// The prior context of a summary prompt (between the first pair of triple quotes).
+fn prior_of(p: &str) -> String {
+    p.split("\"\"\"").nth(1).unwrap_or("").trim().to_string()
+}
+
+#[tokio::test]
+async fn a_summary_that_repeats_the_prior_context_is_asked_again_without_it() {
+    // A model that copies the prior context whenever there is one (what qwen2.5 0.5B did on
+    // LongBench-style contexts: every node of the tree held the first summary's text).
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let prior = prior_of(&prompt(r));
+        if prior.is_empty() {
+            summarise(r)
+        } else {
+            Scripted::Reply(prior)
+        }
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let mut tree = SummaryTree::new(params(), "scripted");
+    tree.append(
+        &svc,
+        &Prompts::load().unwrap(),
+        Window::new(4096, 512),
+        &doc(0, 4),
+        "d",
+    )
+    .await
+    .unwrap();
+    // [2,2) had [0,2)'s summary as prior context, was copied, and was asked again without it.
+    assert_eq!(
+        tree.text(summary_tree::Span { start: 2, len: 2 }),
+        "S[P2 P3]"
+    );
+    assert_eq!(
+        tree.text(summary_tree::Span { start: 0, len: 4 }),
+        "S[P0 P1 P2 P3]"
+    );
+    let prompts: Vec<String> = llm.received().iter().map(prompt).collect();
+    assert_eq!(prompts.len(), 4, "[0,2), [2,2) twice, [0,4)");
+    assert_eq!(prior_of(&prompts[1]), "S[P0 P1]");
+    assert_eq!(prior_of(&prompts[2]), "");
+    assert_eq!(tree.failures.len(), 1, "{:?}", tree.failures);
+    assert!(
+        tree.failures[0].error.contains("span 2+2")
+            && tree.failures[0].error.contains("repeats the prior context"),
+        "{:?}",
+        tree.failures
+    );
+    assert_eq!(svc.ledger().snapshot().total().failed_steps, 1);
+
+    // A summary that ties back to the prior context in a few words is kept as it is.
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = prompt(r);
+        let prior = prior_of(&p);
+        match summarise(r) {
+            Scripted::Reply(s) if !prior.is_empty() => {
+                Scripted::Reply(format!("{s}, after {prior}"))
+            }
+            other => other,
+        }
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let mut tree = SummaryTree::new(params(), "scripted");
+    tree.append(
+        &svc,
+        &Prompts::load().unwrap(),
+        Window::new(4096, 512),
+        &doc(0, 4),
+        "d",
+    )
+    .await
+    .unwrap();
+    assert!(tree.failures.is_empty(), "{:?}", tree.failures);
+    assert_eq!(llm.received().len(), 3);
+    assert_eq!(
+        tree.text(summary_tree::Span { start: 2, len: 2 }),
+        "S[P2 P3], after S[P0 P1]"
+    );
+}

@@ -15,8 +15,10 @@
 //! shared answer prompt.
 //!
 //! Invariants: a summary of a span depends only on the leaves up to the span's end, so it is
-//! computed once; a failed summary is recorded and replaced by the concatenated child texts cut
-//! to the window, never dropped; the cut always covers every leaf exactly once, in order.
+//! computed once; a failed summary is recorded, never dropped: a reply cut off at max_tokens is
+//! kept as it is, an empty or failed one is replaced by the concatenated child texts cut to the
+//! window, and a reply that repeats the prior context (`COPY_THRESHOLD`) is asked again without
+//! the prior context; the cut always covers every leaf exactly once, in order.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,14 +28,17 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::llm::{ChatRequest, LedgerSnapshot, Message, Service};
+use crate::error::LlmError;
+use crate::llm::{ChatReply, ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
 use crate::navigate::{answer_from, option_letter, with_options, Step, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
-use crate::text::{count_tokens, segment, truncate_tokens};
+use crate::text::{count_tokens, lcs_precision, segment, truncate_tokens};
 
 pub const FORMAT: &str = "qrmem-summary-tree";
-pub const VERSION: u32 = 1;
+/// 2: summaries that repeat the prior context are asked again without it (version 1 trees
+/// built by a small model could hold one copied text in every node).
+pub const VERSION: u32 = 2;
 
 /// A node: `len` leaves from `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -224,30 +229,45 @@ impl SummaryTree {
                 truncate_tokens(self.text(l), half, false),
                 truncate_tokens(self.text(r), half, false)
             );
-            let prompt = prompts.render(
-                PromptId::TreeSummary,
-                &[("prior_context", &prior), ("entries", &entries)],
-            )?;
-            let request = ChatRequest {
-                messages: vec![Message::user(prompt)],
-                sampling: llm.sampling(),
-                schema: None,
-            };
-            let summary = match llm.chat("tree_summary", &request).await {
+            let mut reply = ask_summary(llm, prompts, &prior, &entries).await?;
+            if let Ok(r) = &reply {
+                let copied = if prior.trim().is_empty() {
+                    0.0
+                } else {
+                    lcs_precision(&r.content, &prior)
+                };
+                if copied >= COPY_THRESHOLD {
+                    // A small model can repeat the prior context instead of summarising the
+                    // parts; every node above would then inherit the same text.
+                    llm.ledger().record_failed_step("tree_summary");
+                    self.failures.push(StepFailure {
+                        segment: Some(span.start),
+                        step: "tree_summary".into(),
+                        error: format!(
+                            "span {}: the reply repeats the prior context ({:.0}% of its words, \
+                             in order); asked again without it",
+                            span.key(),
+                            copied * 100.0
+                        ),
+                    });
+                    reply = ask_summary(llm, prompts, "", &entries).await?;
+                }
+            }
+            let summary = match reply {
                 Ok(reply) if !reply.content.trim().is_empty() && !reply.was_cut_off() => {
                     reply.content.trim().to_string()
                 }
                 Ok(reply) => {
                     llm.ledger().record_failed_step("tree_summary");
-                    let why = if reply.was_cut_off() {
-                        "cut off at max_tokens"
+                    let why = if reply.was_cut_off() && !reply.content.trim().is_empty() {
+                        "cut off at max_tokens; the cut-off reply is kept"
                     } else {
-                        "empty reply"
+                        "empty reply; the children's text stands in"
                     };
                     self.failures.push(StepFailure {
                         segment: Some(span.start),
                         step: "tree_summary".into(),
-                        error: format!("span {}: {why}; the children's text stands in", span.key()),
+                        error: format!("span {}: {why}", span.key()),
                     });
                     if reply.was_cut_off() && !reply.content.trim().is_empty() {
                         reply.content.trim().to_string()
@@ -443,6 +463,31 @@ pub fn save(tree: &SummaryTree, path: &Path) -> Result<(), TreeError> {
     tmp.as_file().sync_all().map_err(|e| err(e.to_string()))?;
     tmp.persist(path).map_err(|e| err(e.error.to_string()))?;
     Ok(())
+}
+
+/// A summary whose words are at least this share of the prior context's, in order, copies it
+/// (`lcs_precision`); genuine summaries that tie back to the prior context in a sentence or
+/// two stay far below it.
+pub const COPY_THRESHOLD: f64 = 0.8;
+
+/// One summary request: the parts `entries` with `prior` as their prior context. The outer
+/// error is the prompt's; the inner one the LLM's, which the caller records.
+async fn ask_summary(
+    llm: &Service,
+    prompts: &Prompts,
+    prior: &str,
+    entries: &str,
+) -> Result<Result<ChatReply, LlmError>, TreeError> {
+    let prompt = prompts.render(
+        PromptId::TreeSummary,
+        &[("prior_context", prior), ("entries", entries)],
+    )?;
+    let request = ChatRequest {
+        messages: vec![Message::user(prompt)],
+        sampling: llm.sampling(),
+        schema: None,
+    };
+    Ok(llm.chat("tree_summary", &request).await)
 }
 
 /// Reads a tree, checking its format and version.

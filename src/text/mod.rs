@@ -6,6 +6,6 @@ mod segment;
 mod tokens;
 
 pub use bm25::Bm25;
-pub use rouge::{rouge_l, QuestionPool};
+pub use rouge::{lcs_precision, rouge_l, QuestionPool};
 pub use segment::{segment, Segment};
 pub use tokens::{count_tokens, truncate_tokens};

@@ -40,6 +40,17 @@ pub fn rouge_l(candidate: &str, reference: &str) -> f64 {
     2.0 * p * rec / (p + rec)
 }
 
+/// The share of `candidate`'s words that `reference` holds in the same order: LCS/|candidate|
+/// (ROUGE-L's precision). Near 1 when the candidate copies the reference; 0 when either side
+/// has no words.
+pub fn lcs_precision(candidate: &str, reference: &str) -> f64 {
+    let (c, r) = (tokens(candidate), tokens(reference));
+    if c.is_empty() {
+        return 0.0;
+    }
+    lcs(&c, &r) as f64 / c.len() as f64
+}
+
 /// The pool of generated questions: a question joins only if its ROUGE-L with every question
 /// already in the pool is below the threshold (the paper: 0.6).
 ///
@@ -148,6 +159,19 @@ mod tests {
         );
         assert!((f - 4.0 / 11.0).abs() < 1e-12, "{f}");
         assert_eq!(rouge_l("Who designed it?", "who DESIGNED it"), 1.0);
+    }
+
+    #[test]
+    fn lcs_precision_is_the_copied_share_of_the_candidate() {
+        // A candidate that is a prefix of the reference copies all its words.
+        assert_eq!(lcs_precision("the cat sat", "The cat sat on the mat"), 1.0);
+        // LCS("the dog sat down", "the cat sat on the mat") = "the sat" = 2 of 4 words.
+        assert_eq!(
+            lcs_precision("the dog sat down", "the cat sat on the mat"),
+            0.5
+        );
+        assert_eq!(lcs_precision("", "x"), 0.0);
+        assert_eq!(lcs_precision("x", ""), 0.0);
     }
 
     #[test]
