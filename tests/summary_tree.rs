@@ -111,6 +111,15 @@ async fn appending_summarises_only_the_new_spans_with_prior_context() {
     std::fs::write(&path, "{\"nodes\": []}").unwrap();
     let err = summary_tree::load(&path).unwrap_err().to_string();
     assert!(err.contains("not a summary tree"), "{err}");
+    // A tree of another version is refused, naming both versions.
+    let mut old = serde_json::to_value(&tree).unwrap();
+    old["version"] = serde_json::json!(1);
+    std::fs::write(&path, old.to_string()).unwrap();
+    let err = summary_tree::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("version 1") && err.contains(&format!("version {}", summary_tree::VERSION)),
+        "{err}"
+    );
 }
 
 async fn tree_of(n: usize) -> SummaryTree {

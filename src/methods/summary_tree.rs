@@ -504,8 +504,12 @@ pub fn load(path: &Path) -> Result<SummaryTree, TreeError> {
             "not a summary tree (no \"format\": \"{FORMAT}\")"
         )));
     }
-    if v.get("version").and_then(|f| f.as_u64()) != Some(u64::from(VERSION)) {
-        return Err(err(format!("a version other than {VERSION}; rebuild it")));
+    let version = v.get("version").and_then(|f| f.as_u64());
+    if version != Some(u64::from(VERSION)) {
+        let found = version.map_or_else(|| "no version".to_string(), |n| format!("version {n}"));
+        return Err(err(format!(
+            "{found}, but this build reads version {VERSION} (build the tree again)"
+        )));
     }
     serde_json::from_value(v).map_err(|e| err(format!("corrupt ({e})")))
 }
