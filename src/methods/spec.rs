@@ -38,7 +38,9 @@ pub enum MemoryKind {
     SummaryTree,
     /// A Knowledge Tree with structured metadata (seed 000).
     KnowledgeTree,
-    /// The same tree with plain summaries (MemWalker, seed 000's baseline).
+    /// The same tree with plain summaries (MemWalker, seed 000's baseline). Written as
+    /// "memwalker" like its method and file names; "mem-walker" (kebab-case, before) still reads.
+    #[serde(rename = "memwalker", alias = "mem-walker")]
     MemWalker,
     /// GARLIC's weighted DAG of Information Points (seed 003).
     Garlic,
@@ -416,6 +418,27 @@ pub async fn answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_kinds_are_written_by_their_names() {
+        for kind in [
+            MemoryKind::Graph,
+            MemoryKind::NoGraphUpdate,
+            MemoryKind::NoOpenEntity,
+            MemoryKind::Segments,
+            MemoryKind::SummaryTree,
+            MemoryKind::KnowledgeTree,
+            MemoryKind::MemWalker,
+            MemoryKind::Garlic,
+        ] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+            assert_eq!(serde_json::from_str::<MemoryKind>(&json).unwrap(), kind);
+        }
+        // builds.jsonl lines written before the rename still read.
+        let old: MemoryKind = serde_json::from_str("\"mem-walker\"").unwrap();
+        assert_eq!(old, MemoryKind::MemWalker);
+    }
 
     #[test]
     fn every_name_round_trips() {
