@@ -309,3 +309,45 @@ async fn a_summary_that_repeats_the_prior_context_is_asked_again_without_it() {
         "S[P2 P3], after S[P0 P1]"
     );
 }
+
+#[tokio::test]
+async fn a_summary_that_repeats_one_part_gives_way_to_the_childrens_text() {
+    // A model that, given two summaries, returns the first (what qwen2.5 0.5B did on QuALITY:
+    // with no prior context to copy, the parent of [0,2) and [2,2) repeated [0,2), and so on up to
+    // the root, so the tree's top said nothing of the later parts).
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = prompt(r);
+        let entries = p.split("Here are the specific parts").nth(1).unwrap_or("");
+        match entries.split("Part 1:\n").nth(1) {
+            Some(first) if first.starts_with("S[") => {
+                Scripted::Reply(first.split("\n\nPart 2:").next().unwrap().to_string())
+            }
+            _ => summarise(r),
+        }
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let mut tree = SummaryTree::new(params(), "scripted");
+    tree.append(
+        &svc,
+        &Prompts::load().unwrap(),
+        Window::new(4096, 512),
+        &doc(0, 4),
+        "d",
+    )
+    .await
+    .unwrap();
+    let root = tree.text(summary_tree::Span { start: 0, len: 4 });
+    assert!(
+        root.contains("S[P0 P1]") && root.contains("S[P2 P3]"),
+        "the root keeps both parts: {root}"
+    );
+    assert_eq!(llm.received().len(), 3, "no request is added");
+    assert_eq!(tree.failures.len(), 1, "{:?}", tree.failures);
+    assert!(
+        tree.failures[0].error.contains("span 0+4")
+            && tree.failures[0].error.contains("repeats part 1"),
+        "{:?}",
+        tree.failures
+    );
+    assert_eq!(svc.ledger().snapshot().total().failed_steps, 1);
+}

@@ -17,8 +17,9 @@
 //! Invariants: a summary of a span depends only on the leaves up to the span's end, so it is
 //! computed once; a failed summary is recorded, never dropped: a reply cut off at max_tokens is
 //! kept as it is, an empty or failed one is replaced by the concatenated child texts cut to the
-//! window, and a reply that repeats the prior context (`COPY_THRESHOLD`) is asked again without
-//! the prior context; the cut always covers every leaf exactly once, in order.
+//! window, a reply that repeats the prior context (`COPY_THRESHOLD`) is asked again without
+//! the prior context, and one that repeats one of the two parts is replaced by the children's
+//! text; the cut always covers every leaf exactly once, in order.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,8 +38,10 @@ use crate::text::{count_tokens, lcs_precision, segment, truncate_tokens};
 
 pub const FORMAT: &str = "qrmem-summary-tree";
 /// 2: summaries that repeat the prior context are asked again without it (version 1 trees
-/// built by a small model could hold one copied text in every node).
-pub const VERSION: u32 = 2;
+/// built by a small model could hold one copied text in every node). 3: a summary that repeats
+/// one of its two parts is replaced by the children's text (in version 2 trees a parent could
+/// be a copy of its first child, all the way to the root).
+pub const VERSION: u32 = 3;
 
 /// A node: `len` leaves from `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -224,11 +227,11 @@ impl SummaryTree {
             let prior =
                 truncate_tokens(&prior.join("\n\n"), self.params.prior_context_tokens, true);
             let half = budget / 2;
-            let entries = format!(
-                "Part 1:\n{}\n\nPart 2:\n{}",
+            let parts = [
                 truncate_tokens(self.text(l), half, false),
-                truncate_tokens(self.text(r), half, false)
-            );
+                truncate_tokens(self.text(r), half, false),
+            ];
+            let entries = format!("Part 1:\n{}\n\nPart 2:\n{}", parts[0], parts[1]);
             let mut reply = ask_summary(llm, prompts, &prior, &entries).await?;
             if let Ok(r) = &reply {
                 let copied = if prior.trim().is_empty() {
@@ -253,36 +256,64 @@ impl SummaryTree {
                     reply = ask_summary(llm, prompts, "", &entries).await?;
                 }
             }
-            let summary = match reply {
-                Ok(reply) if !reply.content.trim().is_empty() && !reply.was_cut_off() => {
-                    reply.content.trim().to_string()
-                }
-                Ok(reply) => {
-                    llm.ledger().record_failed_step("tree_summary");
-                    let why = if reply.was_cut_off() && !reply.content.trim().is_empty() {
-                        "cut off at max_tokens; the cut-off reply is kept"
-                    } else {
-                        "empty reply; the children's text stands in"
-                    };
-                    self.failures.push(StepFailure {
-                        segment: Some(span.start),
-                        step: "tree_summary".into(),
-                        error: format!("span {}: {why}", span.key()),
-                    });
-                    if reply.was_cut_off() && !reply.content.trim().is_empty() {
+            // A reply that repeats one of the parts summarises neither: the other part would be
+            // lost from every node above, so the children's text stands in.
+            let copied_part = match &reply {
+                Ok(r) if !r.content.trim().is_empty() => parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (i + 1, lcs_precision(&r.content, p)))
+                    .find(|(_, share)| *share >= COPY_THRESHOLD),
+                _ => None,
+            };
+            let summary = if let Some((n, share)) = copied_part {
+                llm.ledger().record_failed_step("tree_summary");
+                self.failures.push(StepFailure {
+                    segment: Some(span.start),
+                    step: "tree_summary".into(),
+                    error: format!(
+                        "span {}: the reply repeats part {n} ({:.0}% of its words, in \
+                         order); the children's text stands in",
+                        span.key(),
+                        share * 100.0
+                    ),
+                });
+                truncate_tokens(&entries, budget, false)
+            } else {
+                match reply {
+                    Ok(reply) if !reply.content.trim().is_empty() && !reply.was_cut_off() => {
                         reply.content.trim().to_string()
-                    } else {
+                    }
+                    Ok(reply) => {
+                        llm.ledger().record_failed_step("tree_summary");
+                        let why = if reply.was_cut_off() && !reply.content.trim().is_empty() {
+                            "cut off at max_tokens; the cut-off reply is kept"
+                        } else {
+                            "empty reply; the children's text stands in"
+                        };
+                        self.failures.push(StepFailure {
+                            segment: Some(span.start),
+                            step: "tree_summary".into(),
+                            error: format!("span {}: {why}", span.key()),
+                        });
+                        if reply.was_cut_off() && !reply.content.trim().is_empty() {
+                            reply.content.trim().to_string()
+                        } else {
+                            truncate_tokens(&entries, budget, false)
+                        }
+                    }
+                    Err(e) => {
+                        llm.ledger().record_failed_step("tree_summary");
+                        self.failures.push(StepFailure {
+                            segment: Some(span.start),
+                            step: "tree_summary".into(),
+                            error: format!(
+                                "span {}: {e}; the children's text stands in",
+                                span.key()
+                            ),
+                        });
                         truncate_tokens(&entries, budget, false)
                     }
-                }
-                Err(e) => {
-                    llm.ledger().record_failed_step("tree_summary");
-                    self.failures.push(StepFailure {
-                        segment: Some(span.start),
-                        step: "tree_summary".into(),
-                        error: format!("span {}: {e}; the children's text stands in", span.key()),
-                    });
-                    truncate_tokens(&entries, budget, false)
                 }
             };
             self.summaries.insert(span.key(), summary);
