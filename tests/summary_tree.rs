@@ -124,6 +124,11 @@ async fn appending_summarises_only_the_new_spans_with_prior_context() {
 
 async fn tree_of(n: usize) -> SummaryTree {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(summarise));
+    tree_by(llm, n).await.1
+}
+
+/// A tree of `n` leaves built by `llm`, with the service that built it (for its ledger).
+async fn tree_by(llm: Arc<ScriptedLlm>, n: usize) -> (Service, SummaryTree) {
     let svc = Service::new(llm, None, policy());
     let mut tree = SummaryTree::new(params(), "scripted");
     tree.append(
@@ -135,7 +140,7 @@ async fn tree_of(n: usize) -> SummaryTree {
     )
     .await
     .unwrap();
-    tree
+    (svc, tree)
 }
 
 #[tokio::test]
@@ -247,17 +252,7 @@ async fn a_summary_that_repeats_the_prior_context_is_asked_again_without_it() {
             Scripted::Reply(prior)
         }
     }));
-    let svc = Service::new(llm.clone(), None, policy());
-    let mut tree = SummaryTree::new(params(), "scripted");
-    tree.append(
-        &svc,
-        &Prompts::load().unwrap(),
-        Window::new(4096, 512),
-        &doc(0, 4),
-        "d",
-    )
-    .await
-    .unwrap();
+    let (svc, tree) = tree_by(llm.clone(), 4).await;
     // [2,2) had [0,2)'s summary as prior context, was copied, and was asked again without it.
     assert_eq!(
         tree.text(summary_tree::Span { start: 2, len: 2 }),
@@ -291,17 +286,7 @@ async fn a_summary_that_repeats_the_prior_context_is_asked_again_without_it() {
             other => other,
         }
     }));
-    let svc = Service::new(llm.clone(), None, policy());
-    let mut tree = SummaryTree::new(params(), "scripted");
-    tree.append(
-        &svc,
-        &Prompts::load().unwrap(),
-        Window::new(4096, 512),
-        &doc(0, 4),
-        "d",
-    )
-    .await
-    .unwrap();
+    let (_, tree) = tree_by(llm.clone(), 4).await;
     assert!(tree.failures.is_empty(), "{:?}", tree.failures);
     assert_eq!(llm.received().len(), 3);
     assert_eq!(
@@ -325,17 +310,7 @@ async fn a_summary_that_repeats_one_part_gives_way_to_the_childrens_text() {
             _ => summarise(r),
         }
     }));
-    let svc = Service::new(llm.clone(), None, policy());
-    let mut tree = SummaryTree::new(params(), "scripted");
-    tree.append(
-        &svc,
-        &Prompts::load().unwrap(),
-        Window::new(4096, 512),
-        &doc(0, 4),
-        "d",
-    )
-    .await
-    .unwrap();
+    let (svc, tree) = tree_by(llm.clone(), 4).await;
     let root = tree.text(summary_tree::Span { start: 0, len: 4 });
     assert!(
         root.contains("S[P0 P1]") && root.contains("S[P2 P3]"),
