@@ -1,6 +1,12 @@
 //! qrmem: long-context question answering over a query-oriented memory (QRMeM) and the memory
 //! systems it is compared with. See ARCHITECTURE.md for the code map.
 
+// House rule: library code returns errors; unwrap, expect and panic are for tests and main.rs.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod batch;
 pub mod config;
 pub mod doctor;
