@@ -189,6 +189,17 @@ impl SummaryTree {
         }
     }
 
+    /// Records a summary request of `span` that failed, or was replaced, as a failure of the
+    /// `tree_summary` step, in the ledger and in the tree's failures.
+    fn fail_summary(&mut self, llm: &Service, span: Span, why: String) {
+        llm.ledger().record_failed_step("tree_summary");
+        self.failures.push(StepFailure {
+            segment: Some(span.start),
+            step: "tree_summary".into(),
+            error: format!("span {}: {why}", span.key()),
+        });
+    }
+
     /// Appends `document` as new leaves and summarises every span that is new. Returns the
     /// number of summaries written.
     pub async fn append(
@@ -233,85 +244,61 @@ impl SummaryTree {
             ];
             let entries = format!("Part 1:\n{}\n\nPart 2:\n{}", parts[0], parts[1]);
             let mut reply = ask_summary(llm, prompts, &prior, &entries).await?;
-            if let Ok(r) = &reply {
-                let copied = if prior.trim().is_empty() {
-                    0.0
-                } else {
-                    lcs_precision(&r.content, &prior)
-                };
-                if copied >= COPY_THRESHOLD {
-                    // A small model can repeat the prior context instead of summarising the
-                    // parts; every node above would then inherit the same text.
-                    llm.ledger().record_failed_step("tree_summary");
-                    self.failures.push(StepFailure {
-                        segment: Some(span.start),
-                        step: "tree_summary".into(),
-                        error: format!(
-                            "span {}: the reply repeats the prior context ({:.0}% of its words, \
-                             in order); asked again without it",
-                            span.key(),
-                            copied * 100.0
-                        ),
-                    });
-                    reply = ask_summary(llm, prompts, "", &entries).await?;
-                }
+            if let Some(share) = reply.as_ref().ok().and_then(|r| copies(&r.content, &prior)) {
+                // A small model can repeat the prior context instead of summarising the
+                // parts; every node above would then inherit the same text.
+                self.fail_summary(
+                    llm,
+                    span,
+                    format!(
+                        "the reply repeats the prior context ({:.0}% of its words, in order); \
+                         asked again without it",
+                        share * 100.0
+                    ),
+                );
+                reply = ask_summary(llm, prompts, "", &entries).await?;
             }
             // A reply that repeats one of the parts summarises neither: the other part would be
             // lost from every node above, so the children's text stands in.
-            let copied_part = match &reply {
-                Ok(r) if !r.content.trim().is_empty() => parts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| (i + 1, lcs_precision(&r.content, p)))
-                    .find(|(_, share)| *share >= COPY_THRESHOLD),
-                _ => None,
-            };
+            let copied_part = reply.as_ref().ok().and_then(|r| {
+                (1..)
+                    .zip(&parts)
+                    .find_map(|(n, p)| copies(&r.content, p).map(|share| (n, share)))
+            });
             let summary = if let Some((n, share)) = copied_part {
-                llm.ledger().record_failed_step("tree_summary");
-                self.failures.push(StepFailure {
-                    segment: Some(span.start),
-                    step: "tree_summary".into(),
-                    error: format!(
-                        "span {}: the reply repeats part {n} ({:.0}% of its words, in \
-                         order); the children's text stands in",
-                        span.key(),
+                self.fail_summary(
+                    llm,
+                    span,
+                    format!(
+                        "the reply repeats part {n} ({:.0}% of its words, in order); the \
+                         children's text stands in",
                         share * 100.0
                     ),
-                });
+                );
                 truncate_tokens(&entries, budget, false)
             } else {
                 match reply {
                     Ok(reply) if !reply.content.trim().is_empty() && !reply.was_cut_off() => {
                         reply.content.trim().to_string()
                     }
-                    Ok(reply) => {
-                        llm.ledger().record_failed_step("tree_summary");
-                        let why = if reply.was_cut_off() && !reply.content.trim().is_empty() {
-                            "cut off at max_tokens; the cut-off reply is kept"
-                        } else {
-                            "empty reply; the children's text stands in"
-                        };
-                        self.failures.push(StepFailure {
-                            segment: Some(span.start),
-                            step: "tree_summary".into(),
-                            error: format!("span {}: {why}", span.key()),
-                        });
-                        if reply.was_cut_off() && !reply.content.trim().is_empty() {
-                            reply.content.trim().to_string()
-                        } else {
-                            truncate_tokens(&entries, budget, false)
-                        }
+                    Ok(reply) if !reply.content.trim().is_empty() => {
+                        self.fail_summary(
+                            llm,
+                            span,
+                            "cut off at max_tokens; the cut-off reply is kept".into(),
+                        );
+                        reply.content.trim().to_string()
+                    }
+                    Ok(_) => {
+                        self.fail_summary(
+                            llm,
+                            span,
+                            "empty reply; the children's text stands in".into(),
+                        );
+                        truncate_tokens(&entries, budget, false)
                     }
                     Err(e) => {
-                        llm.ledger().record_failed_step("tree_summary");
-                        self.failures.push(StepFailure {
-                            segment: Some(span.start),
-                            step: "tree_summary".into(),
-                            error: format!(
-                                "span {}: {e}; the children's text stands in",
-                                span.key()
-                            ),
-                        });
+                        self.fail_summary(llm, span, format!("{e}; the children's text stands in"));
                         truncate_tokens(&entries, budget, false)
                     }
                 }
@@ -500,6 +487,15 @@ pub fn save(tree: &SummaryTree, path: &Path) -> Result<(), TreeError> {
 /// (`lcs_precision`); genuine summaries that tie back to the prior context in a sentence or
 /// two stay far below it.
 pub const COPY_THRESHOLD: f64 = 0.8;
+
+/// When `reply` copies `source`: the share of the reply's words found in `source` in order
+/// (`lcs_precision`), if it reaches `COPY_THRESHOLD`; `None` for an empty reply or source.
+fn copies(reply: &str, source: &str) -> Option<f64> {
+    if reply.trim().is_empty() || source.trim().is_empty() {
+        return None;
+    }
+    Some(lcs_precision(reply, source)).filter(|share| *share >= COPY_THRESHOLD)
+}
 
 /// One summary request: the parts `entries` with `prior` as their prior context. The outer
 /// error is the prompt's; the inner one the LLM's, which the caller records.
