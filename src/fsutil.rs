@@ -33,7 +33,8 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), S
 }
 
 /// Reads a JSON file written by this program, checking its `format` and `version` fields before
-/// the rest, so a truncated file, another version or another program's JSON is named as such.
+/// the rest, so a truncated file, another version (both versions named) or another program's
+/// JSON is named as such.
 /// `what` names the kind of file in the error ("knowledge tree").
 pub(crate) fn read_versioned<T: serde::de::DeserializeOwned>(
     path: &std::path::Path,
@@ -44,11 +45,17 @@ pub(crate) fn read_versioned<T: serde::de::DeserializeOwned>(
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let v: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is corrupt or truncated ({e})", path.display()))?;
-    if v.get("format").and_then(serde_json::Value::as_str) != Some(format)
-        || v.get("version").and_then(serde_json::Value::as_u64) != Some(u64::from(version))
-    {
+    if v.get("format").and_then(serde_json::Value::as_str) != Some(format) {
         return Err(format!(
-            "{} is not a version-{version} {what}",
+            "{} is not a {what} (no \"format\": \"{format}\")",
+            path.display()
+        ));
+    }
+    let found = v.get("version").and_then(serde_json::Value::as_u64);
+    if found != Some(u64::from(version)) {
+        let found = found.map_or_else(|| "no version".to_string(), |n| format!("version {n}"));
+        return Err(format!(
+            "{} is a {what} of {found}, but this build reads version {version} (build it again)",
             path.display()
         ));
     }
@@ -78,7 +85,12 @@ mod tests {
         write_atomic(&path, &serde_json::to_vec(&doc).unwrap()).unwrap();
         assert_eq!(read_versioned::<Doc>(&path, "f", 2, "thing").unwrap(), doc);
         let e = read_versioned::<Doc>(&path, "f", 3, "thing").unwrap_err();
-        assert!(e.contains("is not a version-3 thing"), "{e}");
+        assert!(
+            e.contains("is a thing of version 2, but this build reads version 3"),
+            "{e}"
+        );
+        let e = read_versioned::<Doc>(&path, "g", 2, "thing").unwrap_err();
+        assert!(e.contains("is not a thing (no \"format\": \"g\")"), "{e}");
         std::fs::write(&path, br#"{"format":"f","version":2,"bo"#).unwrap();
         let e = read_versioned::<Doc>(&path, "f", 2, "thing").unwrap_err();
         assert!(e.contains("corrupt or truncated"), "{e}");

@@ -117,10 +117,12 @@ pub enum TreeError {
     EmptyQuestion,
     #[error("the final answer failed: {0}")]
     Answer(String),
-    #[error("cannot read the summary tree {path}: {message}")]
-    Read { path: String, message: String },
-    #[error("cannot write the summary tree {path}: {message}")]
-    Write { path: String, message: String },
+    /// The message names the file.
+    #[error("{0}")]
+    Read(String),
+    /// The message names the file.
+    #[error("{0}")]
+    Write(String),
 }
 
 /// Build and cut settings.
@@ -464,23 +466,9 @@ impl SummaryTree {
 
 /// Writes the tree atomically.
 pub fn save(tree: &SummaryTree, path: &Path) -> Result<(), TreeError> {
-    use std::io::Write;
-    let err = |message: String| TreeError::Write {
-        path: path.display().to_string(),
-        message,
-    };
-    let bytes = serde_json::to_vec(tree).map_err(|e| err(e.to_string()))?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| err(e.to_string()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| err(e.to_string()))?;
-    tmp.write_all(&bytes).map_err(|e| err(e.to_string()))?;
-    crate::fsutil::readable_by_all(tmp.as_file());
-    tmp.as_file().sync_all().map_err(|e| err(e.to_string()))?;
-    tmp.persist(path).map_err(|e| err(e.error.to_string()))?;
-    Ok(())
+    let bytes = serde_json::to_vec(tree)
+        .map_err(|e| TreeError::Write(format!("cannot serialise the summary tree: {e}")))?;
+    crate::fsutil::write_atomic(path, &bytes).map_err(TreeError::Write)
 }
 
 /// A summary whose words are at least this share of the prior context's, in order, copies it
@@ -519,26 +507,7 @@ async fn ask_summary(
 
 /// Reads a tree, checking its format and version.
 pub fn load(path: &Path) -> Result<SummaryTree, TreeError> {
-    let err = |message: String| TreeError::Read {
-        path: path.display().to_string(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| err(format!("corrupt or truncated ({e})")))?;
-    if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-        return Err(err(format!(
-            "not a summary tree (no \"format\": \"{FORMAT}\")"
-        )));
-    }
-    let version = v.get("version").and_then(|f| f.as_u64());
-    if version != Some(u64::from(VERSION)) {
-        let found = version.map_or_else(|| "no version".to_string(), |n| format!("version {n}"));
-        return Err(err(format!(
-            "{found}, but this build reads version {VERSION} (build the tree again)"
-        )));
-    }
-    serde_json::from_value(v).map_err(|e| err(format!("corrupt ({e})")))
+    crate::fsutil::read_versioned(path, FORMAT, VERSION, "summary tree").map_err(TreeError::Read)
 }
 
 #[cfg(test)]
