@@ -1,7 +1,7 @@
 //! The `qrmem` binary: a thin layer of argument parsing over the library.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -343,7 +343,10 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         .title
         .clone()
         .unwrap_or_else(|| format!("{dataset}: {}", methods.join(", ")));
-    let mut notes = exp.notes.clone();
+    // Notes the run itself makes (the LongBench-style label) go to run-notes.json when the run
+    // starts; the experiment file's notes are read afresh on every report, so an edited note
+    // replaces its old wording instead of standing beside it.
+    let mut run_notes: Vec<String> = Vec::new();
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let method_order: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
@@ -361,7 +364,7 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
                 let raw = ds::load_hotpot_raw(&data)?;
                 let n = limit.unwrap_or(raw.len()).min(raw.len());
                 let long = qrmem::eval::longbench_style::generate(&raw, n, words, seed);
-                notes.push(format!(
+                run_notes.push(format!(
                     "LongBench-style stand-in for LongBench's HotpotQA, built from {} (each item's 10 paragraphs padded with other items' paragraphs to about {words} words, seed {seed}); not LongBench itself.",
                     data.display()
                 ));
@@ -386,6 +389,9 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         if let Some(n) = limit {
             items.truncate(n);
         }
+        let path = out.join(RUN_NOTES);
+        std::fs::write(&path, serde_json::to_vec_pretty(&run_notes)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         let prompts = Prompts::load()?;
         let svc = service(config)?;
         let started = Instant::now();
@@ -442,19 +448,14 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             .open(out.join("timing.jsonl"))
             .and_then(|mut f| f.write_all(&line))
             .with_context(|| format!("writing {}", out.join("timing.jsonl").display()))?;
-        std::fs::write(out.join("notes.json"), serde_json::to_vec_pretty(&notes)?)?;
-    } else if let Ok(text) = std::fs::read(out.join("notes.json")) {
-        // The run's own notes (the LongBench-style label among them) come first; the
-        // experiment file's are added where the run did not record them.
-        let path = out.join("notes.json");
-        let mut saved: Vec<String> = serde_json::from_slice(&text)
-            .with_context(|| format!("{} is not a JSON list of notes", path.display()))?;
-        for n in notes {
-            if !saved.contains(&n) {
-                saved.push(n);
-            }
+    } else {
+        run_notes = read_run_notes(out)?;
+    }
+    let mut notes = run_notes;
+    for n in &exp.notes {
+        if !notes.contains(n) {
+            notes.push(n.clone());
         }
-        notes = saved;
     }
     let (results, builds) = qrmem::eval::runner::read_run(out)?;
     let report = qrmem::eval::report::build(
@@ -471,6 +472,26 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
     println!("{}", report.to_markdown());
     eprintln!("wrote {}", out.join("report.md").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's own notes, in the run directory.
+const RUN_NOTES: &str = "run-notes.json";
+
+/// The notes a run recorded: `run-notes.json`, or for a run made before it existed the older
+/// `notes.json` (the run's notes and the experiment's of that time, merged); none if neither.
+fn read_run_notes(out: &Path) -> Result<Vec<String>> {
+    for name in [RUN_NOTES, "notes.json"] {
+        let path = out.join(name);
+        match std::fs::read(&path) {
+            Ok(text) => {
+                return serde_json::from_slice(&text)
+                    .with_context(|| format!("{} is not a JSON list of notes", path.display()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+    Ok(Vec::new())
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

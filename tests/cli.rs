@@ -220,6 +220,49 @@ fn a_bad_flag_value_is_blamed_on_the_flags() {
 }
 
 #[test]
+fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("results.jsonl"), "").unwrap();
+    std::fs::write(run.join("builds.jsonl"), "").unwrap();
+    std::fs::write(run.join("run-notes.json"), r#"["The run's label."]"#).unwrap();
+    // An older run's merged notes, with a note's old wording: run-notes.json supersedes it.
+    std::fs::write(
+        run.join("notes.json"),
+        r#"["The run's label.", "Old wording of the note."]"#,
+    )
+    .unwrap();
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        "title = \"t\"\ndataset = \"hotpotqa\"\nmethods = [\"bm25-top3\"]\nnotes = [\"New wording of the note.\"]\n",
+    )
+    .unwrap();
+    let out = qrmem(
+        &[
+            "eval",
+            "--experiment",
+            exp.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+            "--report-only",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert_eq!(report.matches("The run's label.").count(), 1, "{report}");
+    assert_eq!(
+        report.matches("New wording of the note.").count(),
+        1,
+        "{report}"
+    );
+    assert!(!report.contains("Old wording"), "{report}");
+}
+
+#[test]
 fn a_report_only_rewrite_keeps_the_runs_notes_and_adds_the_experiments() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");

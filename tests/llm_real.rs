@@ -338,6 +338,12 @@ fn eval_of_two_items_by_three_methods_end_to_end() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 6, "2 items x 3 methods");
+    // HotpotQA as it is: the run adds no notes of its own, and says so on disk.
+    let run_notes = std::fs::read_to_string(out_dir.join("run-notes.json")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<String>>(&run_notes).unwrap(),
+        Vec::<String>::new()
+    );
     for r in &lines {
         assert!(r["error"].is_null(), "{r}");
         assert!(!r["prediction"].as_str().unwrap().trim().is_empty(), "{r}");
