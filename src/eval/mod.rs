@@ -9,4 +9,6 @@ pub mod report;
 pub mod runner;
 
 pub use report::Report;
-pub use runner::{run, BuildRecord, EvalCtx, EvalError, EvalOptions, ResultRecord, RunSummary};
+pub use runner::{
+    run, BuildRecord, EvalCtx, EvalError, EvalOptions, ResultRecord, RowCost, RunSummary,
+};

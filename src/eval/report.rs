@@ -108,15 +108,11 @@ pub fn build(
             em: 100.0 * mean(rs.iter().map(|r| r.em)),
             f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
             failures: rs.iter().filter(|r| r.error.is_some()).count(),
-            requests_per_question: mean(rs.iter().map(|r| r.requests as f64)),
-            calls_per_question: mean(rs.iter().map(|r| (r.requests + r.cache_hits) as f64)),
-            prompt_tokens_per_question: mean(
-                rs.iter()
-                    .map(|r| (r.prompt_tokens + r.replayed_prompt_tokens) as f64),
-            ),
+            requests_per_question: mean(rs.iter().map(|r| r.cost.requests as f64)),
+            calls_per_question: mean(rs.iter().map(|r| r.cost.calls() as f64)),
+            prompt_tokens_per_question: mean(rs.iter().map(|r| r.cost.all_prompt_tokens() as f64)),
             completion_tokens_per_question: mean(
-                rs.iter()
-                    .map(|r| (r.completion_tokens + r.replayed_completion_tokens) as f64),
+                rs.iter().map(|r| r.cost.all_completion_tokens() as f64),
             ),
             wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
         })
@@ -147,12 +143,7 @@ pub fn build(
             let doc_tokens: f64 = bs.iter().map(|b| b.document_tokens as f64).sum();
             let spent: f64 = bs
                 .iter()
-                .map(|b| {
-                    (b.prompt_tokens
-                        + b.completion_tokens
-                        + b.replayed_prompt_tokens
-                        + b.replayed_completion_tokens) as f64
-                })
+                .map(|b| (b.cost.all_prompt_tokens() + b.cost.all_completion_tokens()) as f64)
                 .sum();
             BuildRow {
                 kind,
@@ -160,15 +151,11 @@ pub fn build(
                 failures: bs.iter().filter(|b| b.error.is_some()).count(),
                 document_tokens_per_doc: mean(bs.iter().map(|b| b.document_tokens as f64)),
                 segments_per_doc: mean(bs.iter().map(|b| b.segments as f64)),
-                requests_per_doc: mean(bs.iter().map(|b| b.requests as f64)),
-                calls_per_doc: mean(bs.iter().map(|b| (b.requests + b.cache_hits) as f64)),
-                prompt_tokens_per_doc: mean(
-                    bs.iter()
-                        .map(|b| (b.prompt_tokens + b.replayed_prompt_tokens) as f64),
-                ),
+                requests_per_doc: mean(bs.iter().map(|b| b.cost.requests as f64)),
+                calls_per_doc: mean(bs.iter().map(|b| b.cost.calls() as f64)),
+                prompt_tokens_per_doc: mean(bs.iter().map(|b| b.cost.all_prompt_tokens() as f64)),
                 completion_tokens_per_doc: mean(
-                    bs.iter()
-                        .map(|b| (b.completion_tokens + b.replayed_completion_tokens) as f64),
+                    bs.iter().map(|b| b.cost.all_completion_tokens() as f64),
                 ),
                 tokens_per_document_token: if doc_tokens > 0.0 {
                     spent / doc_tokens
@@ -176,8 +163,8 @@ pub fn build(
                     0.0
                 },
                 server_cached_share: {
-                    let sent: u64 = bs.iter().map(|b| b.prompt_tokens).sum();
-                    let cached: u64 = bs.iter().map(|b| b.cached_prompt_tokens).sum();
+                    let sent: u64 = bs.iter().map(|b| b.cost.prompt_tokens).sum();
+                    let cached: u64 = bs.iter().map(|b| b.cost.cached_prompt_tokens).sum();
                     if sent > 0 {
                         cached as f64 / sent as f64
                     } else {
@@ -336,6 +323,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::RowCost;
     use crate::methods::MemoryKind;
 
     fn rec(document: &str, requests: u64, prompt: u64, cached: u64, wall: f64) -> BuildRecord {
@@ -348,13 +336,13 @@ mod tests {
             entities: 5,
             relations: 3,
             step_failures: 0,
-            requests,
-            cache_hits: 0,
-            prompt_tokens: prompt,
-            completion_tokens: 100,
-            replayed_prompt_tokens: 0,
-            replayed_completion_tokens: 0,
-            cached_prompt_tokens: cached,
+            cost: RowCost {
+                requests,
+                prompt_tokens: prompt,
+                completion_tokens: 100,
+                cached_prompt_tokens: cached,
+                ..RowCost::default()
+            },
             wall_secs: wall,
             error: None,
         }
@@ -365,10 +353,10 @@ mod tests {
         let first = rec("a", 10, 4000, 1000, 100.0);
         // The same memory built again from the reply cache: nothing sent, ~0 s.
         let mut again = rec("a", 0, 0, 0, 0.1);
-        again.cache_hits = 10;
-        again.completion_tokens = 0;
-        again.replayed_prompt_tokens = 4000;
-        again.replayed_completion_tokens = 100;
+        again.cost.cache_hits = 10;
+        again.cost.completion_tokens = 0;
+        again.cost.replayed_prompt_tokens = 4000;
+        again.cost.replayed_completion_tokens = 100;
         let mut failed = rec("b", 3, 500, 0, 5.0);
         failed.error = Some("the LLM went away".into());
         let retried = rec("b", 10, 6000, 3000, 120.0);

@@ -22,7 +22,7 @@ use super::metrics;
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
-use crate::llm::{LedgerSnapshot, Service};
+use crate::llm::{LedgerSnapshot, Service, StageStats};
 use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx};
 use crate::navigate::{Options, Window};
 use crate::progress::{self, eta_text};
@@ -37,6 +37,60 @@ pub enum EvalError {
     Settings(String),
     #[error("nothing to evaluate: {0}")]
     Empty(String),
+}
+
+/// What one build or one answered question cost at the LLM, read off its scoped ledger. Both
+/// row kinds flatten it, so its fields are top-level keys of every `results.jsonl` and
+/// `builds.jsonl` line (the layout rows had before the struct existed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowCost {
+    /// Requests sent to the server.
+    pub requests: u64,
+    /// Calls answered by the reply cache.
+    pub cache_hits: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Prompt tokens of the calls answered by the reply cache, as they cost when first sent
+    /// (absent in rows written before it was recorded).
+    #[serde(default)]
+    pub replayed_prompt_tokens: u64,
+    #[serde(default)]
+    pub replayed_completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server reused from its prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`; 0 where the server does not say, and in rows
+    /// recorded before it was).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
+}
+
+impl RowCost {
+    /// The cost recorded in a ledger's totals.
+    pub fn of(total: &StageStats) -> Self {
+        RowCost {
+            requests: total.requests,
+            cache_hits: total.cache_hits,
+            prompt_tokens: total.prompt_tokens,
+            completion_tokens: total.completion_tokens,
+            replayed_prompt_tokens: total.replayed_prompt_tokens,
+            replayed_completion_tokens: total.replayed_completion_tokens,
+            cached_prompt_tokens: total.cached_prompt_tokens,
+        }
+    }
+
+    /// Every call, sent or answered by the reply cache.
+    pub fn calls(&self) -> u64 {
+        self.requests + self.cache_hits
+    }
+
+    /// Prompt tokens of every call, whatever the reply cache answered.
+    pub fn all_prompt_tokens(&self) -> u64 {
+        self.prompt_tokens + self.replayed_prompt_tokens
+    }
+
+    /// Completion tokens of every call, whatever the reply cache answered.
+    pub fn all_completion_tokens(&self) -> u64 {
+        self.completion_tokens + self.replayed_completion_tokens
+    }
 }
 
 /// One finished (item, method, max_trials) pair.
@@ -57,20 +111,9 @@ pub struct ResultRecord {
     pub f1: f64,
     /// The method failed: the error says why; the scores are 0.
     pub error: Option<String>,
-    pub requests: u64,
-    pub cache_hits: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Prompt tokens of the calls answered by the reply cache, as they cost when first sent
-    /// (absent in results written before it was recorded).
-    #[serde(default)]
-    pub replayed_prompt_tokens: u64,
-    #[serde(default)]
-    pub replayed_completion_tokens: u64,
-    /// Of `prompt_tokens`, those the server reused from its prompt cache (0 where it does not
-    /// say, and in results recorded before it was).
-    #[serde(default)]
-    pub cached_prompt_tokens: u64,
+    /// What answering cost at the LLM (its fields sit at the row's top level).
+    #[serde(flatten)]
+    pub cost: RowCost,
     pub wall_secs: f64,
     pub answered_by_check: bool,
     pub steps: usize,
@@ -97,21 +140,9 @@ pub struct BuildRecord {
     pub entities: usize,
     pub relations: usize,
     pub step_failures: usize,
-    pub requests: u64,
-    pub cache_hits: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Prompt tokens of the calls answered by the reply cache, as they cost when first sent
-    /// (absent in results written before it was recorded).
-    #[serde(default)]
-    pub replayed_prompt_tokens: u64,
-    #[serde(default)]
-    pub replayed_completion_tokens: u64,
-    /// Of `prompt_tokens`, those the server reused from its prompt cache (OpenAI
-    /// `prompt_tokens_details.cached_tokens`; 0 where the server does not say, and in builds
-    /// recorded before it was).
-    #[serde(default)]
-    pub cached_prompt_tokens: u64,
+    /// What building cost at the LLM (its fields sit at the row's top level).
+    #[serde(flatten)]
+    pub cost: RowCost,
     pub wall_secs: f64,
     pub error: Option<String>,
 }
@@ -318,13 +349,7 @@ pub async fn run(
                         entities: 0,
                         relations: 0,
                         step_failures: 0,
-                        requests: cost.requests,
-                        cache_hits: cost.cache_hits,
-                        prompt_tokens: cost.prompt_tokens,
-                        completion_tokens: cost.completion_tokens,
-                        replayed_prompt_tokens: cost.replayed_prompt_tokens,
-                        replayed_completion_tokens: cost.replayed_completion_tokens,
-                        cached_prompt_tokens: cost.cached_prompt_tokens,
+                        cost: RowCost::of(&cost),
                         wall_secs: t.elapsed().as_secs_f64(),
                         error: None,
                     };
@@ -399,13 +424,7 @@ pub async fn run(
                             em: 0.0,
                             f1: 0.0,
                             error: None,
-                            requests: cost.requests,
-                            cache_hits: cost.cache_hits,
-                            prompt_tokens: cost.prompt_tokens,
-                            completion_tokens: cost.completion_tokens,
-                            replayed_prompt_tokens: cost.replayed_prompt_tokens,
-                            replayed_completion_tokens: cost.replayed_completion_tokens,
-                            cached_prompt_tokens: cost.cached_prompt_tokens,
+                            cost: RowCost::of(&cost),
                             wall_secs: t.elapsed().as_secs_f64(),
                             answered_by_check: false,
                             steps: 0,
@@ -464,7 +483,7 @@ fn build_line(rec: &BuildRecord) -> String {
     let n = rec.items.len();
     let what = match &rec.error {
         Some(e) => format!("FAILED: {e}"),
-        None => format!("{} requests, {:.0} s", rec.requests, rec.wall_secs),
+        None => format!("{} requests, {:.0} s", rec.cost.requests, rec.wall_secs),
     };
     format!(
         "{} memory {} {doc} ({n} item{}): {what}",
@@ -491,7 +510,7 @@ fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
         bar.position(),
         bar.length().unwrap_or(0),
         rec.item,
-        rec.requests,
+        rec.cost.requests,
         rec.wall_secs,
         eta_text(bar.position(), bar.length().unwrap_or(0), bar.elapsed())
     )
@@ -530,6 +549,34 @@ pub fn memories_dir(dir: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    #[test]
+    fn cost_fields_stay_top_level_keys_in_their_old_places() {
+        // A result row from before the replayed and server-cached counts were recorded.
+        let old = r#"{"item":"a","dataset":"hotpotqa","method":"kn","max_trials":4,"question":"q","prediction":"p","gold":["g"],"gold_letter":null,"em":0.0,"f1":0.0,"error":null,"requests":3,"cache_hits":1,"prompt_tokens":3372,"completion_tokens":164,"wall_secs":32.5,"answered_by_check":false,"steps":7,"segments_used":[0,1,2],"step_failures":[]}"#;
+        let r: ResultRecord = serde_json::from_str(old).unwrap();
+        let want = RowCost {
+            requests: 3,
+            cache_hits: 1,
+            prompt_tokens: 3372,
+            completion_tokens: 164,
+            ..RowCost::default()
+        };
+        assert_eq!((r.cost, r.cost.calls()), (want, 4));
+        let new_keys = r#""completion_tokens":164,"replayed_prompt_tokens":0,"replayed_completion_tokens":0,"cached_prompt_tokens":0,"#;
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            old.replace(r#""completion_tokens":164,"#, new_keys)
+        );
+        // A build row as the runner writes it now.
+        let build = r#"{"document":"d","kind":"summary-tree","items":["a"],"document_tokens":9000,"segments":15,"entities":0,"relations":0,"step_failures":2,"requests":20,"cache_hits":0,"prompt_tokens":40000,"completion_tokens":9000,"replayed_prompt_tokens":5,"replayed_completion_tokens":6,"cached_prompt_tokens":7,"wall_secs":2988.0,"error":null}"#;
+        let b: BuildRecord = serde_json::from_str(build).unwrap();
+        assert_eq!(
+            (b.cost.all_prompt_tokens(), b.cost.all_completion_tokens()),
+            (40005, 9006)
+        );
+        assert_eq!(serde_json::to_string(&b).unwrap(), build);
+    }
+
     fn item(dataset: &str, answers: &[&str], letter: Option<&str>) -> QaItem {
         QaItem {
             id: "x".into(),
@@ -560,13 +607,10 @@ mod tests {
             em: 1.0,
             f1: 1.0,
             error: None,
-            requests: 4,
-            cache_hits: 0,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            replayed_prompt_tokens: 0,
-            replayed_completion_tokens: 0,
-            cached_prompt_tokens: 0,
+            cost: RowCost {
+                requests: 4,
+                ..RowCost::default()
+            },
             wall_secs: 95.4,
             answered_by_check: false,
             steps: 0,
