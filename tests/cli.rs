@@ -219,27 +219,28 @@ fn a_bad_flag_value_is_blamed_on_the_flags() {
     assert!(!out.exists());
 }
 
-#[test]
-fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
+/// An empty run directory holding the given notes files, and an experiment file `exp.toml`
+/// with the given body, both in `dir`.
+fn run_with_notes(
+    dir: &Path,
+    notes: &[(&str, &str)],
+    experiment: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let run = dir.join("run");
     std::fs::create_dir_all(&run).unwrap();
     std::fs::write(run.join("results.jsonl"), "").unwrap();
     std::fs::write(run.join("builds.jsonl"), "").unwrap();
-    std::fs::write(run.join("run-notes.json"), r#"["The run's label."]"#).unwrap();
-    // An older run's merged notes, with a note's old wording: run-notes.json supersedes it.
-    std::fs::write(
-        run.join("notes.json"),
-        r#"["The run's label.", "Old wording of the note."]"#,
-    )
-    .unwrap();
-    let exp = dir.path().join("exp.toml");
-    std::fs::write(
-        &exp,
-        "title = \"t\"\ndataset = \"hotpotqa\"\nmethods = [\"bm25-top3\"]\nnotes = [\"New wording of the note.\"]\n",
-    )
-    .unwrap();
-    let out = qrmem(
+    for (name, body) in notes {
+        std::fs::write(run.join(name), body).unwrap();
+    }
+    let exp = dir.join("exp.toml");
+    std::fs::write(&exp, experiment).unwrap();
+    (run, exp)
+}
+
+/// `qrmem eval --report-only` for that run (no LLM is reached: the URL is a closed port).
+fn report_only(dir: &Path, exp: &Path, run: &Path) -> Output {
+    qrmem(
         &[
             "eval",
             "--experiment",
@@ -249,8 +250,26 @@ fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
             "--report-only",
         ],
         "http://127.0.0.1:9/v1",
+        dir,
+    )
+}
+
+#[test]
+fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, exp) = run_with_notes(
         dir.path(),
+        &[
+            ("run-notes.json", r#"["The run's label."]"#),
+            // An older run's merged notes, with a note's old wording: run-notes.json supersedes it.
+            (
+                "notes.json",
+                r#"["The run's label.", "Old wording of the note."]"#,
+            ),
+        ],
+        "title = \"t\"\ndataset = \"hotpotqa\"\nmethods = [\"bm25-top3\"]\nnotes = [\"New wording of the note.\"]\n",
     );
+    let out = report_only(dir.path(), &exp, &run);
     assert!(out.status.success(), "{}", text(&out));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert_eq!(report.matches("The run's label.").count(), 1, "{report}");
@@ -265,33 +284,15 @@ fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
 #[test]
 fn a_report_only_rewrite_keeps_the_runs_notes_and_adds_the_experiments() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    std::fs::create_dir_all(&run).unwrap();
-    std::fs::write(run.join("results.jsonl"), "").unwrap();
-    std::fs::write(run.join("builds.jsonl"), "").unwrap();
-    std::fs::write(
-        run.join("notes.json"),
-        r#"["LongBench-style stand-in, not LongBench itself.", "Shared note."]"#,
-    )
-    .unwrap();
-    let exp = dir.path().join("exp.toml");
-    std::fs::write(
-        &exp,
-        "title = \"t\"\ndataset = \"longbench-style\"\nmethods = [\"bm25-top3\"]\nnotes = [\"Shared note.\", \"Experiment note.\"]\n",
-    )
-    .unwrap();
-    let out = qrmem(
-        &[
-            "eval",
-            "--experiment",
-            exp.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--report-only",
-        ],
-        "http://127.0.0.1:9/v1",
+    let (run, exp) = run_with_notes(
         dir.path(),
+        &[(
+            "notes.json",
+            r#"["LongBench-style stand-in, not LongBench itself.", "Shared note."]"#,
+        )],
+        "title = \"t\"\ndataset = \"longbench-style\"\nmethods = [\"bm25-top3\"]\nnotes = [\"Shared note.\", \"Experiment note.\"]\n",
     );
+    let out = report_only(dir.path(), &exp, &run);
     assert!(out.status.success(), "{}", text(&out));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     for note in [
@@ -303,18 +304,7 @@ fn a_report_only_rewrite_keeps_the_runs_notes_and_adds_the_experiments() {
     }
     // A notes file that is not a list of notes is an error naming it.
     std::fs::write(run.join("notes.json"), "{\"oops\": 1}").unwrap();
-    let out = qrmem(
-        &[
-            "eval",
-            "--experiment",
-            exp.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--report-only",
-        ],
-        "http://127.0.0.1:9/v1",
-        dir.path(),
-    );
+    let out = report_only(dir.path(), &exp, &run);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("notes.json is not a JSON list of notes"),
