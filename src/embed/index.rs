@@ -3,7 +3,7 @@
 
 use petgraph::stable_graph::EdgeIndex;
 
-use super::{dot, EmbedError, Embedder};
+use super::{dot, embed_exact, embed_one, EmbedError, Embedder};
 use crate::memory::Memory;
 pub use crate::memory::Vectors;
 
@@ -20,13 +20,13 @@ pub fn index_memory(memory: &mut Memory, embedder: &dyn Embedder) -> Result<usiz
         }
     }
     let seg_texts: Vec<&str> = memory.segments.iter().map(|s| s.text.as_str()).collect();
-    let segments = embedder.embed(&seg_texts)?;
+    let segments = embed_exact(embedder, &seg_texts)?;
     let edge_texts: Vec<String> = edge_ids
         .iter()
         .filter_map(|&e| memory.edge_text(e))
         .collect();
     let refs: Vec<&str> = edge_texts.iter().map(String::as_str).collect();
-    let edge_vectors = embedder.embed(&refs)?;
+    let edge_vectors = embed_exact(embedder, &refs)?;
     let edges = edge_ids
         .iter()
         .map(|e| e.index())
@@ -58,11 +58,7 @@ pub fn score_edges(
     query: &str,
     edges: &[EdgeIndex],
 ) -> Result<Vec<(EdgeIndex, f32)>, EmbedError> {
-    let q = embedder
-        .embed(&[query])?
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let q = embed_one(embedder, query)?;
     let store = stored(memory, embedder);
     let mut missing: Vec<(usize, String)> = Vec::new();
     let mut scores: Vec<(EdgeIndex, f32)> = Vec::with_capacity(edges.len());
@@ -80,7 +76,7 @@ pub fn score_edges(
     }
     if !missing.is_empty() {
         let texts: Vec<&str> = missing.iter().map(|(_, t)| t.as_str()).collect();
-        for ((i, _), v) in missing.iter().zip(embedder.embed(&texts)?) {
+        for ((i, _), v) in missing.iter().zip(embed_exact(embedder, &texts)?) {
             scores[*i].1 = dot(&q, &v);
         }
     }
@@ -94,17 +90,13 @@ pub fn score_segments(
     memory: &Memory,
     query: &str,
 ) -> Result<Vec<(usize, f32)>, EmbedError> {
-    let q = embedder
-        .embed(&[query])?
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let q = embed_one(embedder, query)?;
     let computed;
     let vectors: &[Vec<f32>] = match stored(memory, embedder) {
         Some(v) if v.segments.len() == memory.segments.len() => &v.segments,
         _ => {
             let texts: Vec<&str> = memory.segments.iter().map(|s| s.text.as_str()).collect();
-            computed = embedder.embed(&texts)?;
+            computed = embed_exact(embedder, &texts)?;
             &computed
         }
     };

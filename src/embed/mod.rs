@@ -34,6 +34,29 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+/// `embedder.embed(texts)`, checked: exactly one vector per text, or an error naming the
+/// embedder and both counts. Callers zip the vectors with their inputs, where a short batch
+/// would otherwise silently drop the tail.
+pub fn embed_exact(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let out = embedder.embed(texts)?;
+    if out.len() != texts.len() {
+        return Err(EmbedError::Run(format!(
+            "{} returned {} vectors for {} texts",
+            embedder.model_id(),
+            out.len(),
+            texts.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// The vector of one text (a query), or an error if the embedder returned none.
+pub fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>, EmbedError> {
+    embed_exact(embedder, &[text])?
+        .pop()
+        .ok_or_else(|| EmbedError::Run(format!("{} returned no vector", embedder.model_id())))
+}
+
 /// Dot product (the Contriever score; the cosine for normalised vectors).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -223,5 +246,40 @@ mod tests {
         assert_eq!(dot(&[1.0, 2.0], &[3.0, 4.0]), 11.0);
         assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    /// Drops the last text of every batch: a broken embedder the checked calls must catch.
+    struct Short;
+    impl Embedder for Short {
+        fn model_id(&self) -> &str {
+            "short"
+        }
+        fn dim(&self) -> usize {
+            1
+        }
+        fn normalized(&self) -> bool {
+            false
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            Ok(texts.iter().skip(1).map(|_| vec![1.0]).collect())
+        }
+    }
+
+    #[test]
+    fn checked_calls_reject_a_short_batch() {
+        let e = Short;
+        let err = embed_exact(&e, &["a", "b", "c"]).unwrap_err().to_string();
+        assert!(
+            err.contains("short returned 2 vectors for 3 texts"),
+            "{err}"
+        );
+        let err = embed_one(&e, "q").unwrap_err().to_string();
+        assert!(
+            err.contains("short returned 0 vectors for 1 texts"),
+            "{err}"
+        );
+        assert_eq!(embed_exact(&e, &[]).unwrap(), Vec::<Vec<f32>>::new());
+        let letters = Letters(AtomicUsize::new(0));
+        assert_eq!(embed_one(&letters, "ab").unwrap().len(), 26);
     }
 }

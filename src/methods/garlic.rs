@@ -25,7 +25,7 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::embed::{dot, EmbedError, Embedder};
+use crate::embed::{dot, embed_exact, embed_one, EmbedError, Embedder};
 use crate::llm::{ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
 use crate::navigate::{option_letter, with_options, Step, Trace, Window};
@@ -162,7 +162,7 @@ impl Garlic {
             return Err(GarlicError::EmptyDocument(name.to_string()));
         }
         let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let vectors = ctx.embedder.embed(&refs)?;
+        let vectors = embed_exact(ctx.embedder, &refs)?;
         let mut g = Garlic {
             format: FORMAT.into(),
             version: VERSION,
@@ -264,7 +264,7 @@ impl Garlic {
                     }
                 };
                 let prefs: Vec<&str> = points.iter().map(String::as_str).collect();
-                let vecs = ctx.embedder.embed(&prefs)?;
+                let vecs = embed_exact(ctx.embedder, &prefs)?;
                 for (text, vector) in points.into_iter().zip(vecs) {
                     let inputs: Vec<&[f32]> = batch
                         .iter()
@@ -328,11 +328,7 @@ impl Garlic {
         }
         let before = llm.ledger().snapshot().total();
         let q = with_options(question, options);
-        let qv = embedder
-            .embed(&[q.as_str()])?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let qv = embed_one(embedder, &q)?;
         let sims: Vec<f32> = self
             .nodes
             .iter()

@@ -435,9 +435,10 @@ impl KnowledgeTree {
                 }
             }
             Variant::KnowledgeTree => {
-                let taxonomy = prompts
-                    .render(PromptId::KtTaxonomy, &[])
-                    .unwrap_or_default();
+                let taxonomy = match prompts.render(PromptId::KtTaxonomy, &[]) {
+                    Ok(t) => t,
+                    Err(e) => return fallback(e.to_string()),
+                };
                 let p = match prompts.render(
                     PromptId::KtNode,
                     &[

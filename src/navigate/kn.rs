@@ -226,7 +226,7 @@ impl Navigator<'_> {
             .collect();
         let mut all: Vec<&str> = vec![query];
         all.extend(texts.iter().map(String::as_str));
-        let v = self.embedder.embed(&all)?;
+        let v = crate::embed::embed_exact(self.embedder, &all)?;
         let mut scored: Vec<(usize, f32)> = (0..candidates.len())
             .map(|i| (i, crate::embed::dot(&v[0], &v[i + 1])))
             .collect();

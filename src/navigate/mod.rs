@@ -470,7 +470,7 @@ impl<'a> Navigator<'a> {
             let texts: Vec<&str> = nodes.iter().map(|&n| g[n].name.as_str()).collect();
             let mut all: Vec<&str> = unmatched.iter().map(String::as_str).collect();
             all.extend(texts.iter().copied());
-            let vectors = self.embedder.embed(&all)?;
+            let vectors = crate::embed::embed_exact(self.embedder, &all)?;
             let (qv, nv) = vectors.split_at(unmatched.len());
             for q in qv {
                 let best = nv
