@@ -53,6 +53,25 @@ pub struct BuildRow {
     pub wall_secs_per_doc: f64,
 }
 
+/// One row scored on the questions every row has a result for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommonRow {
+    pub method: String,
+    pub max_trials: Option<usize>,
+    pub em: f64,
+    pub f1: f64,
+    pub prompt_tokens_per_question: f64,
+    pub completion_tokens_per_question: f64,
+}
+
+/// The paired comparison, made only when the rows answered different sets of questions (a run
+/// part-way, or methods added to a finished run): every row on the same questions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Common {
+    pub questions: usize,
+    pub rows: Vec<CommonRow>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub title: String,
@@ -64,6 +83,8 @@ pub struct Report {
     pub methods: Vec<MethodRow>,
     pub builds: Vec<BuildRow>,
     pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common: Option<Common>,
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -99,6 +120,7 @@ pub fn build(
             .or_default()
             .push(r);
     }
+    let common = common_rows(&rows);
     let methods = rows
         .into_iter()
         .map(|((_, method, max_trials), rs)| MethodRow {
@@ -191,7 +213,57 @@ pub fn build(
         methods,
         builds,
         notes,
+        common,
     }
+}
+
+type RowKey = (usize, String, Option<usize>);
+
+/// Every row on the questions all rows have a result for; `None` when the rows already share
+/// one set of questions, or share none.
+fn common_rows(rows: &BTreeMap<RowKey, Vec<&ResultRecord>>) -> Option<Common> {
+    use std::collections::BTreeSet;
+    let sets: Vec<BTreeSet<&str>> = rows
+        .values()
+        .map(|rs| rs.iter().map(|r| r.item.as_str()).collect())
+        .collect();
+    let first = sets.first()?;
+    if sets.iter().all(|s| s == first) {
+        return None;
+    }
+    let shared: BTreeSet<&str> = first
+        .iter()
+        .copied()
+        .filter(|i| sets.iter().all(|s| s.contains(i)))
+        .collect();
+    if shared.is_empty() {
+        return None;
+    }
+    let rows = rows
+        .iter()
+        .map(|((_, method, max_trials), rs)| {
+            let rs: Vec<&&ResultRecord> = rs
+                .iter()
+                .filter(|r| shared.contains(r.item.as_str()))
+                .collect();
+            CommonRow {
+                method: method.clone(),
+                max_trials: *max_trials,
+                em: 100.0 * mean(rs.iter().map(|r| r.em)),
+                f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
+                prompt_tokens_per_question: mean(
+                    rs.iter().map(|r| r.cost.all_prompt_tokens() as f64),
+                ),
+                completion_tokens_per_question: mean(
+                    rs.iter().map(|r| r.cost.all_completion_tokens() as f64),
+                ),
+            }
+        })
+        .collect();
+    Some(Common {
+        questions: shared.len(),
+        rows,
+    })
 }
 
 impl Report {
@@ -254,6 +326,48 @@ impl Report {
                 r.completion_tokens_per_question,
                 r.wall_secs_per_question
             );
+        }
+        if let Some(c) = &self.common {
+            let _ = writeln!(
+                s,
+                "\n## On the {} questions every row has a result for\n",
+                c.questions
+            );
+            let _ = writeln!(
+                s,
+                "The rows above answered different sets of questions (a run part-way, or methods \
+                 added later); here each is scored on the same ones.\n"
+            );
+            if mc {
+                let _ = writeln!(
+                    s,
+                    "| method | max trials | accuracy | prompt tok/q | completion tok/q |"
+                );
+                let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "| method | max trials | EM | F1 | prompt tok/q | completion tok/q |"
+                );
+                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+            }
+            for r in &c.rows {
+                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let score = if mc {
+                    format!("{:.1}", r.f1)
+                } else {
+                    format!("{:.1} | {:.1}", r.em, r.f1)
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.0} | {:.0} |",
+                    r.method,
+                    trials,
+                    score,
+                    r.prompt_tokens_per_question,
+                    r.completion_tokens_per_question
+                );
+            }
         }
         if !self.builds.is_empty() {
             let _ = writeln!(s, "\n## Memory builds (per document)\n");
@@ -346,6 +460,70 @@ mod tests {
             wall_secs: wall,
             error: None,
         }
+    }
+
+    fn answer(item: &str, method: &str, f1: f64, prompt: u64) -> ResultRecord {
+        ResultRecord {
+            item: item.to_string(),
+            dataset: "d".into(),
+            method: method.to_string(),
+            max_trials: None,
+            question: format!("{item}?"),
+            prediction: "p".into(),
+            gold: vec!["g".into()],
+            gold_letter: None,
+            em: 0.0,
+            f1,
+            error: None,
+            cost: RowCost {
+                requests: 1,
+                prompt_tokens: prompt,
+                ..RowCost::default()
+            },
+            wall_secs: 1.0,
+            answered_by_check: false,
+            steps: 1,
+            segments_used: vec![],
+            step_failures: vec![],
+        }
+    }
+
+    #[test]
+    fn rows_on_different_questions_are_also_scored_on_the_shared_ones() {
+        let results = [
+            answer("q1", "a", 1.0, 100),
+            answer("q2", "a", 0.0, 300),
+            answer("q3", "a", 0.5, 500),
+            answer("q2", "b", 1.0, 10),
+            answer("q3", "b", 0.0, 30),
+        ];
+        let order = ["a".to_string(), "b".to_string()];
+        let r = build("t", "m", &results, &[], &order, vec![]);
+        assert_eq!(r.methods[0].questions, 3);
+        assert!((r.methods[0].f1 - 50.0).abs() < 1e-9);
+        let c = r
+            .common
+            .as_ref()
+            .expect("the rows differ, so a paired table");
+        assert_eq!(c.questions, 2);
+        let got: Vec<(&str, f64, f64)> = c
+            .rows
+            .iter()
+            .map(|x| (x.method.as_str(), x.f1, x.prompt_tokens_per_question))
+            .collect();
+        assert_eq!(got, vec![("a", 25.0, 400.0), ("b", 50.0, 20.0)]);
+        let md = r.to_markdown();
+        assert!(
+            md.contains("## On the 2 questions every row has a result for"),
+            "{md}"
+        );
+        assert!(md.contains("| a | - | 0.0 | 25.0 | 400 | 0 |"), "{md}");
+        // The same questions everywhere: no paired table, and report.json keeps its old shape.
+        let same = build("t", "m", &results[1..], &[], &order, vec![]);
+        assert_eq!(same.common, None);
+        assert!(!same.to_markdown().contains("## On the"));
+        let json = serde_json::to_value(&same).unwrap();
+        assert!(json.get("common").is_none(), "{json}");
     }
 
     #[test]
