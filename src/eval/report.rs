@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::runner::{BuildRecord, ResultRecord};
+use super::runner::{BuildRecord, ResultRecord, RowCost};
 
 /// One row of Table 1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,6 +30,10 @@ pub struct MethodRow {
     /// when first sent.
     pub prompt_tokens_per_question: f64,
     pub completion_tokens_per_question: f64,
+    /// Share of the sent prompt tokens the server reused from its prompt cache (0..1): GARLIC's
+    /// growing visited-node prefix shows here.
+    #[serde(default)]
+    pub server_cached_share: f64,
     pub wall_secs_per_question: f64,
 }
 
@@ -96,6 +100,27 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Cached over sent prompt tokens; 0 when nothing was sent or the server did not say.
+fn cached_share<'a>(costs: impl Iterator<Item = &'a RowCost>) -> f64 {
+    let (sent, cached) = costs.fold((0u64, 0u64), |(s, c), x| {
+        (s + x.prompt_tokens, c + x.cached_prompt_tokens)
+    });
+    if sent > 0 {
+        cached as f64 / sent as f64
+    } else {
+        0.0
+    }
+}
+
+/// As a table cell: a percentage, or "-" where the server did not say.
+fn share_cell(share: f64) -> String {
+    if share > 0.0 {
+        format!("{:.0}", 100.0 * share)
+    } else {
+        "-".to_string()
+    }
+}
+
 /// Builds the report. `method_order` fixes the row order (methods not in it follow by name).
 pub fn build(
     title: &str,
@@ -136,6 +161,7 @@ pub fn build(
             completion_tokens_per_question: mean(
                 rs.iter().map(|r| r.cost.all_completion_tokens() as f64),
             ),
+            server_cached_share: cached_share(rs.iter().map(|r| &r.cost)),
             wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
         })
         .collect();
@@ -184,15 +210,7 @@ pub fn build(
                 } else {
                     0.0
                 },
-                server_cached_share: {
-                    let sent: u64 = bs.iter().map(|b| b.cost.prompt_tokens).sum();
-                    let cached: u64 = bs.iter().map(|b| b.cost.cached_prompt_tokens).sum();
-                    if sent > 0 {
-                        cached as f64 / sent as f64
-                    } else {
-                        0.0
-                    }
-                },
+                server_cached_share: cached_share(bs.iter().map(|b| &b.cost)),
                 wall_secs_per_doc: mean(bs.iter().map(|b| b.wall_secs)),
             }
         })
@@ -299,11 +317,14 @@ impl Report {
         }
         let _ = writeln!(s, "## Results (Table 1 layout)\n");
         if mc {
-            let _ = writeln!(s, "| method | max trials | questions | accuracy | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | wall s/q |");
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-        } else {
-            let _ = writeln!(s, "| method | max trials | questions | EM | F1 | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | wall s/q |");
+            let _ = writeln!(s, "| method | max trials | questions | accuracy | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | server-cached prompt % | wall s/q |");
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(s, "| method | max trials | questions | EM | F1 | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | server-cached prompt % | wall s/q |");
+            let _ = writeln!(
+                s,
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
         }
         for r in &self.methods {
             let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
@@ -314,7 +335,7 @@ impl Report {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.1} |",
                 r.method,
                 trials,
                 r.questions,
@@ -324,6 +345,7 @@ impl Report {
                 r.calls_per_question,
                 r.prompt_tokens_per_question,
                 r.completion_tokens_per_question,
+                share_cell(r.server_cached_share),
                 r.wall_secs_per_question
             );
         }
@@ -390,12 +412,8 @@ impl Report {
                     b.prompt_tokens_per_doc,
                     b.completion_tokens_per_doc,
                     b.tokens_per_document_token,
-                    // 0: the server did not say (or the builds predate the field).
-                    if b.server_cached_share > 0.0 {
-                        format!("{:.0}", 100.0 * b.server_cached_share)
-                    } else {
-                        "-".to_string()
-                    },
+                    // "-": the server did not say (or the builds predate the field).
+                    share_cell(b.server_cached_share),
                     b.wall_secs_per_doc
                 );
             }
@@ -490,8 +508,10 @@ mod tests {
 
     #[test]
     fn rows_on_different_questions_are_also_scored_on_the_shared_ones() {
+        let mut q1 = answer("q1", "a", 1.0, 100);
+        q1.cost.cached_prompt_tokens = 90;
         let results = [
-            answer("q1", "a", 1.0, 100),
+            q1,
             answer("q2", "a", 0.0, 300),
             answer("q3", "a", 0.5, 500),
             answer("q2", "b", 1.0, 10),
@@ -501,6 +521,11 @@ mod tests {
         let r = build("t", "m", &results, &[], &order, vec![]);
         assert_eq!(r.methods[0].questions, 3);
         assert!((r.methods[0].f1 - 50.0).abs() < 1e-9);
+        // 90 of a's 900 sent prompt tokens came from the server's cache; b's server said none.
+        assert!((r.methods[0].server_cached_share - 0.1).abs() < 1e-9);
+        let md = r.to_markdown();
+        assert!(md.contains("| 300 | 0 | 10 | 1.0 |"), "{md}");
+        assert!(md.contains("| 20 | 0 | - | 1.0 |"), "{md}");
         let c = r
             .common
             .as_ref()
@@ -512,7 +537,6 @@ mod tests {
             .map(|x| (x.method.as_str(), x.f1, x.prompt_tokens_per_question))
             .collect();
         assert_eq!(got, vec![("a", 25.0, 400.0), ("b", 50.0, 20.0)]);
-        let md = r.to_markdown();
         assert!(
             md.contains("## On the 2 questions every row has a result for"),
             "{md}"
