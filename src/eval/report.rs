@@ -64,6 +64,12 @@ pub struct CommonRow {
     pub max_trials: Option<usize>,
     pub em: f64,
     pub f1: f64,
+    /// Requests sent to the server per question, as in the main table.
+    #[serde(default)]
+    pub requests_per_question: f64,
+    /// LLM calls per question (requests plus reply-cache hits), as in the main table.
+    #[serde(default)]
+    pub calls_per_question: f64,
     pub prompt_tokens_per_question: f64,
     pub completion_tokens_per_question: f64,
 }
@@ -113,6 +119,17 @@ fn cached_share<'a>(costs: impl Iterator<Item = &'a RowCost>) -> f64 {
 }
 
 /// As a table cell: a percentage, or "-" where the server did not say.
+/// The "max trials" and score cells of a row: accuracy alone for multiple choice, else EM | F1.
+fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (String, String) {
+    let trials = max_trials.map_or("-".to_string(), |t| t.to_string());
+    let score = if mc {
+        format!("{f1:.1}")
+    } else {
+        format!("{em:.1} | {f1:.1}")
+    };
+    (trials, score)
+}
+
 fn share_cell(share: f64) -> String {
     if share > 0.0 {
         format!("{:.0}", 100.0 * share)
@@ -269,6 +286,8 @@ fn common_rows(rows: &BTreeMap<RowKey, Vec<&ResultRecord>>) -> Option<Common> {
                 max_trials: *max_trials,
                 em: 100.0 * mean(rs.iter().map(|r| r.em)),
                 f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
+                requests_per_question: mean(rs.iter().map(|r| r.cost.requests as f64)),
+                calls_per_question: mean(rs.iter().map(|r| r.cost.calls() as f64)),
                 prompt_tokens_per_question: mean(
                     rs.iter().map(|r| r.cost.all_prompt_tokens() as f64),
                 ),
@@ -327,12 +346,7 @@ impl Report {
             );
         }
         for r in &self.methods {
-            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
-            let score = if mc {
-                format!("{:.1}", r.f1)
-            } else {
-                format!("{:.1} | {:.1}", r.em, r.f1)
-            };
+            let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.1} |",
@@ -363,29 +377,26 @@ impl Report {
             if mc {
                 let _ = writeln!(
                     s,
-                    "| method | max trials | accuracy | prompt tok/q | completion tok/q |"
+                    "| method | max trials | accuracy | requests/q | LLM calls/q | prompt tok/q | completion tok/q |"
                 );
-                let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
             } else {
                 let _ = writeln!(
                     s,
-                    "| method | max trials | EM | F1 | prompt tok/q | completion tok/q |"
+                    "| method | max trials | EM | F1 | requests/q | LLM calls/q | prompt tok/q | completion tok/q |"
                 );
-                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
             }
             for r in &c.rows {
-                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
-                let score = if mc {
-                    format!("{:.1}", r.f1)
-                } else {
-                    format!("{:.1} | {:.1}", r.em, r.f1)
-                };
+                let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.0} | {:.0} |",
+                    "| {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} |",
                     r.method,
                     trials,
                     score,
+                    r.requests_per_question,
+                    r.calls_per_question,
                     r.prompt_tokens_per_question,
                     r.completion_tokens_per_question
                 );
@@ -510,11 +521,15 @@ mod tests {
     fn rows_on_different_questions_are_also_scored_on_the_shared_ones() {
         let mut q1 = answer("q1", "a", 1.0, 100);
         q1.cost.cached_prompt_tokens = 90;
+        // a's one unshared question is its costly one; b's q2 was served from the reply cache.
+        q1.cost.requests = 4;
+        let mut b2 = answer("q2", "b", 1.0, 10);
+        b2.cost.cache_hits = 1;
         let results = [
             q1,
             answer("q2", "a", 0.0, 300),
             answer("q3", "a", 0.5, 500),
-            answer("q2", "b", 1.0, 10),
+            b2,
             answer("q3", "b", 0.0, 30),
         ];
         let order = ["a".to_string(), "b".to_string()];
@@ -541,7 +556,18 @@ mod tests {
             md.contains("## On the 2 questions every row has a result for"),
             "{md}"
         );
-        assert!(md.contains("| a | - | 0.0 | 25.0 | 400 | 0 |"), "{md}");
+        assert!(
+            md.contains("| a | - | 3 | 0.0 | 50.0 | 0 | 2.00 | 2.00 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| a | - | 0.0 | 25.0 | 1.00 | 1.00 | 400 | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| b | - | 0.0 | 50.0 | 1.00 | 1.50 | 20 | 0 |"),
+            "{md}"
+        );
         // The same questions everywhere: no paired table, and report.json keeps its old shape.
         let same = build("t", "m", &results[1..], &[], &order, vec![]);
         assert_eq!(same.common, None);
