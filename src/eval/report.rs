@@ -118,7 +118,6 @@ fn cached_share<'a>(costs: impl Iterator<Item = &'a RowCost>) -> f64 {
     }
 }
 
-/// As a table cell: a percentage, or "-" where the server did not say.
 /// The "max trials" and score cells of a row: accuracy alone for multiple choice, else EM | F1.
 fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (String, String) {
     let trials = max_trials.map_or("-".to_string(), |t| t.to_string());
@@ -130,6 +129,7 @@ fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (S
     (trials, score)
 }
 
+/// As a table cell: a percentage, or "-" where the server did not say.
 fn share_cell(share: f64) -> String {
     if share > 0.0 {
         format!("{:.0}", 100.0 * share)
