@@ -106,6 +106,32 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// The per-question means a row reports, in the main table and the paired one alike, so the two
+/// tables cannot drift apart in how they score or count.
+struct QuestionMeans {
+    /// 100 x mean exact match.
+    em: f64,
+    /// 100 x mean F1.
+    f1: f64,
+    requests: f64,
+    calls: f64,
+    prompt_tokens: f64,
+    completion_tokens: f64,
+}
+
+impl QuestionMeans {
+    fn of(rs: &[&ResultRecord]) -> Self {
+        QuestionMeans {
+            em: 100.0 * mean(rs.iter().map(|r| r.em)),
+            f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
+            requests: mean(rs.iter().map(|r| r.cost.requests as f64)),
+            calls: mean(rs.iter().map(|r| r.cost.calls() as f64)),
+            prompt_tokens: mean(rs.iter().map(|r| r.cost.all_prompt_tokens() as f64)),
+            completion_tokens: mean(rs.iter().map(|r| r.cost.all_completion_tokens() as f64)),
+        }
+    }
+}
+
 /// Cached over sent prompt tokens; 0 when nothing was sent or the server did not say.
 fn cached_share<'a>(costs: impl Iterator<Item = &'a RowCost>) -> f64 {
     let (sent, cached) = costs.fold((0u64, 0u64), |(s, c), x| {
@@ -165,21 +191,22 @@ pub fn build(
     let common = common_rows(&rows);
     let methods = rows
         .into_iter()
-        .map(|((_, method, max_trials), rs)| MethodRow {
-            method,
-            max_trials,
-            questions: rs.len(),
-            em: 100.0 * mean(rs.iter().map(|r| r.em)),
-            f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
-            failures: rs.iter().filter(|r| r.error.is_some()).count(),
-            requests_per_question: mean(rs.iter().map(|r| r.cost.requests as f64)),
-            calls_per_question: mean(rs.iter().map(|r| r.cost.calls() as f64)),
-            prompt_tokens_per_question: mean(rs.iter().map(|r| r.cost.all_prompt_tokens() as f64)),
-            completion_tokens_per_question: mean(
-                rs.iter().map(|r| r.cost.all_completion_tokens() as f64),
-            ),
-            server_cached_share: cached_share(rs.iter().map(|r| &r.cost)),
-            wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
+        .map(|((_, method, max_trials), rs)| {
+            let m = QuestionMeans::of(&rs);
+            MethodRow {
+                method,
+                max_trials,
+                questions: rs.len(),
+                em: m.em,
+                f1: m.f1,
+                failures: rs.iter().filter(|r| r.error.is_some()).count(),
+                requests_per_question: m.requests,
+                calls_per_question: m.calls,
+                prompt_tokens_per_question: m.prompt_tokens,
+                completion_tokens_per_question: m.completion_tokens,
+                server_cached_share: cached_share(rs.iter().map(|r| &r.cost)),
+                wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
+            }
         })
         .collect();
     // One build per (document, kind): the first that succeeded, else the last failure. A memory
@@ -277,23 +304,21 @@ fn common_rows(rows: &BTreeMap<RowKey, Vec<&ResultRecord>>) -> Option<Common> {
     let rows = rows
         .iter()
         .map(|((_, method, max_trials), rs)| {
-            let rs: Vec<&&ResultRecord> = rs
+            let rs: Vec<&ResultRecord> = rs
                 .iter()
+                .copied()
                 .filter(|r| shared.contains(r.item.as_str()))
                 .collect();
+            let m = QuestionMeans::of(&rs);
             CommonRow {
                 method: method.clone(),
                 max_trials: *max_trials,
-                em: 100.0 * mean(rs.iter().map(|r| r.em)),
-                f1: 100.0 * mean(rs.iter().map(|r| r.f1)),
-                requests_per_question: mean(rs.iter().map(|r| r.cost.requests as f64)),
-                calls_per_question: mean(rs.iter().map(|r| r.cost.calls() as f64)),
-                prompt_tokens_per_question: mean(
-                    rs.iter().map(|r| r.cost.all_prompt_tokens() as f64),
-                ),
-                completion_tokens_per_question: mean(
-                    rs.iter().map(|r| r.cost.all_completion_tokens() as f64),
-                ),
+                em: m.em,
+                f1: m.f1,
+                requests_per_question: m.requests,
+                calls_per_question: m.calls,
+                prompt_tokens_per_question: m.prompt_tokens,
+                completion_tokens_per_question: m.completion_tokens,
             }
         })
         .collect();
