@@ -155,6 +155,12 @@ fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (S
     (trials, score)
 }
 
+/// The "requests/q | LLM calls/q | prompt tok/q | completion tok/q" cells, the same in every
+/// table that shows them.
+fn cost_cells(requests: f64, calls: f64, prompt: f64, completion: f64) -> String {
+    format!("{requests:.2} | {calls:.2} | {prompt:.0} | {completion:.0}")
+}
+
 /// As a table cell: a percentage, or "-" where the server did not say.
 fn share_cell(share: f64) -> String {
     if share > 0.0 {
@@ -374,16 +380,18 @@ impl Report {
             let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
                 r.method,
                 trials,
                 r.questions,
                 score,
                 r.failures,
-                r.requests_per_question,
-                r.calls_per_question,
-                r.prompt_tokens_per_question,
-                r.completion_tokens_per_question,
+                cost_cells(
+                    r.requests_per_question,
+                    r.calls_per_question,
+                    r.prompt_tokens_per_question,
+                    r.completion_tokens_per_question
+                ),
                 share_cell(r.server_cached_share),
                 r.wall_secs_per_question
             );
@@ -416,14 +424,16 @@ impl Report {
                 let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} |",
+                    "| {} | {} | {} | {} |",
                     r.method,
                     trials,
                     score,
-                    r.requests_per_question,
-                    r.calls_per_question,
-                    r.prompt_tokens_per_question,
-                    r.completion_tokens_per_question
+                    cost_cells(
+                        r.requests_per_question,
+                        r.calls_per_question,
+                        r.prompt_tokens_per_question,
+                        r.completion_tokens_per_question
+                    )
                 );
             }
         }
