@@ -155,6 +155,23 @@ fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (S
     (trials, score)
 }
 
+/// The columns `cost_cells` fills.
+const COST_COLUMNS: [&str; 4] = [
+    "requests/q",
+    "LLM calls/q",
+    "prompt tok/q",
+    "completion tok/q",
+];
+
+/// A markdown table's header and alignment rows: the first column left-aligned, numbers right.
+fn table_header(s: &mut String, cols: &[&str]) {
+    let _ = writeln!(s, "| {} |", cols.join(" | "));
+    let align: Vec<&str> = (0..cols.len())
+        .map(|i| if i == 0 { "---" } else { "---:" })
+        .collect();
+    let _ = writeln!(s, "|{}|", align.join("|"));
+}
+
 /// The "requests/q | LLM calls/q | prompt tok/q | completion tok/q" cells, the same in every
 /// table that shows them.
 fn cost_cells(requests: f64, calls: f64, prompt: f64, completion: f64) -> String {
@@ -366,16 +383,16 @@ impl Report {
             s.push('\n');
         }
         let _ = writeln!(s, "## Results (Table 1 layout)\n");
-        if mc {
-            let _ = writeln!(s, "| method | max trials | questions | accuracy | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | server-cached prompt % | wall s/q |");
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-        } else {
-            let _ = writeln!(s, "| method | max trials | questions | EM | F1 | failures | requests/q | LLM calls/q | prompt tok/q | completion tok/q | server-cached prompt % | wall s/q |");
-            let _ = writeln!(
-                s,
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-            );
-        }
+        let score_cols: &[&str] = if mc { &["accuracy"] } else { &["EM", "F1"] };
+        let cols: Vec<&str> = ["method", "max trials", "questions"]
+            .iter()
+            .chain(score_cols)
+            .chain(&["failures"])
+            .chain(&COST_COLUMNS)
+            .chain(&["server-cached prompt %", "wall s/q"])
+            .copied()
+            .collect();
+        table_header(&mut s, &cols);
         for r in &self.methods {
             let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
             let _ = writeln!(
@@ -407,19 +424,13 @@ impl Report {
                 "The rows above answered different sets of questions (a run part-way, or methods \
                  added later); here each is scored on the same ones.\n"
             );
-            if mc {
-                let _ = writeln!(
-                    s,
-                    "| method | max trials | accuracy | requests/q | LLM calls/q | prompt tok/q | completion tok/q |"
-                );
-                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
-            } else {
-                let _ = writeln!(
-                    s,
-                    "| method | max trials | EM | F1 | requests/q | LLM calls/q | prompt tok/q | completion tok/q |"
-                );
-                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
-            }
+            let cols: Vec<&str> = ["method", "max trials"]
+                .iter()
+                .chain(score_cols)
+                .chain(&COST_COLUMNS)
+                .copied()
+                .collect();
+            table_header(&mut s, &cols);
             for r in &c.rows {
                 let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
                 let _ = writeln!(
@@ -439,10 +450,22 @@ impl Report {
         }
         if !self.builds.is_empty() {
             let _ = writeln!(s, "\n## Memory builds (per document)\n");
-            let _ = writeln!(s, "| memory | documents | failures | document tokens | segments | requests | LLM calls | prompt tok | completion tok | tokens / document token | server-cached prompt % | wall s |");
-            let _ = writeln!(
-                s,
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            table_header(
+                &mut s,
+                &[
+                    "memory",
+                    "documents",
+                    "failures",
+                    "document tokens",
+                    "segments",
+                    "requests",
+                    "LLM calls",
+                    "prompt tok",
+                    "completion tok",
+                    "tokens / document token",
+                    "server-cached prompt %",
+                    "wall s",
+                ],
             );
             for b in &self.builds {
                 let _ = writeln!(
