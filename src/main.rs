@@ -323,6 +323,7 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         .clone()
         .or(exp.dataset)
         .context("give --dataset (or an --experiment file)")?;
+    let exp_methods = exp.methods.clone();
     let methods: Vec<String> = if args.methods.is_empty() {
         exp.methods
     } else {
@@ -349,7 +350,22 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
     let mut run_notes: Vec<String> = Vec::new();
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let method_order: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    // Report rows follow the experiment file's order, whatever subset this run was given
+    // (`--methods` resumes a few rows of a run), then any method the file does not list.
+    let mut method_order: Vec<String> = exp_methods
+        .iter()
+        .map(|m| {
+            m.trim()
+                .parse::<MethodSpec>()
+                .map_or_else(|_| m.trim().to_string(), |s| s.to_string())
+        })
+        .collect();
+    for s in &specs {
+        let s = s.to_string();
+        if !method_order.contains(&s) {
+            method_order.push(s);
+        }
+    }
     if !args.report_only {
         let data = args
             .data

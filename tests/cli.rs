@@ -254,6 +254,49 @@ fn report_only(dir: &Path, exp: &Path, run: &Path) -> Output {
     )
 }
 
+/// A results line for `method` on item "q1".
+fn result_line(method: &str, f1: f64) -> String {
+    format!(
+        r#"{{"item":"q1","dataset":"hotpotqa","method":"{method}","max_trials":null,"question":"Q?","prediction":"a","gold":["a"],"gold_letter":null,"em":{f1},"f1":{f1},"error":null,"requests":1,"cache_hits":0,"prompt_tokens":10,"completion_tokens":2,"wall_secs":1.0,"answered_by_check":false,"steps":1,"segments_used":[0],"step_failures":[]}}"#
+    )
+}
+
+#[test]
+fn report_rows_follow_the_experiments_method_order_when_a_run_names_a_subset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, exp) = run_with_notes(
+        dir.path(),
+        &[],
+        "title = \"t\"\ndataset = \"hotpotqa\"\nmethods = [\"kn\", \"bm25-top3\"]\n",
+    );
+    let rows = format!(
+        "{}\n{}\n",
+        result_line("bm25-top3", 1.0),
+        result_line("kn", 0.0)
+    );
+    std::fs::write(run.join("results.jsonl"), rows).unwrap();
+    // Resuming only bm25-top3 (as `--methods` does) must not move its row to the top.
+    let out = qrmem(
+        &[
+            "eval",
+            "--experiment",
+            exp.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+            "--methods",
+            "bm25-top3",
+            "--report-only",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let kn = report.find("| kn |").expect("a kn row");
+    let bm25 = report.find("| bm25-top3 |").expect("a bm25-top3 row");
+    assert!(kn < bm25, "{report}");
+}
+
 #[test]
 fn a_report_only_rewrite_takes_the_experiments_notes_as_they_are_now() {
     let dir = tempfile::tempdir().unwrap();
