@@ -240,18 +240,21 @@ fn run_with_notes(
 
 /// `qrmem eval --report-only` for that run (no LLM is reached: the URL is a closed port).
 fn report_only(dir: &Path, exp: &Path, run: &Path) -> Output {
-    qrmem(
-        &[
-            "eval",
-            "--experiment",
-            exp.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--report-only",
-        ],
-        "http://127.0.0.1:9/v1",
-        dir,
-    )
+    report_only_with(dir, exp, run, &[])
+}
+
+/// As `report_only`, with more flags.
+fn report_only_with(dir: &Path, exp: &Path, run: &Path, flags: &[&str]) -> Output {
+    let mut args = vec![
+        "eval",
+        "--experiment",
+        exp.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+        "--report-only",
+    ];
+    args.extend_from_slice(flags);
+    qrmem(&args, "http://127.0.0.1:9/v1", dir)
 }
 
 /// A results line for `method` on item "q1".
@@ -276,20 +279,7 @@ fn report_rows_follow_the_experiments_method_order_when_a_run_names_a_subset() {
     );
     std::fs::write(run.join("results.jsonl"), rows).unwrap();
     // Resuming only bm25-top3 (as `--methods` does) must not move its row to the top.
-    let out = qrmem(
-        &[
-            "eval",
-            "--experiment",
-            exp.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--methods",
-            "bm25-top3",
-            "--report-only",
-        ],
-        "http://127.0.0.1:9/v1",
-        dir.path(),
-    );
+    let out = report_only_with(dir.path(), &exp, &run, &["--methods", "bm25-top3"]);
     assert!(out.status.success(), "{}", text(&out));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let kn = report.find("| kn |").expect("a kn row");
