@@ -323,9 +323,8 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         .clone()
         .or(exp.dataset)
         .context("give --dataset (or an --experiment file)")?;
-    let exp_methods = exp.methods.clone();
     let methods: Vec<String> = if args.methods.is_empty() {
-        exp.methods
+        exp.methods.clone()
     } else {
         args.methods.clone()
     };
@@ -352,7 +351,8 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     // Report rows follow the experiment file's order, whatever subset this run was given
     // (`--methods` resumes a few rows of a run), then any method the file does not list.
-    let mut method_order: Vec<String> = exp_methods
+    let mut method_order: Vec<String> = exp
+        .methods
         .iter()
         .map(|m| {
             m.trim()
