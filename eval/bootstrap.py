@@ -26,9 +26,12 @@ with open(a.results) as f:
             d = json.loads(line)
         except json.JSONDecodeError as e:
             raise SystemExit(f"{a.results}:{n}: not JSON: {e}")
-        if d.get("error") is None:
-            scores[d["method"]][d["item"]] = d[a.metric]
-if a.ref not in scores:
+        # As the report does: a row per (method, max trials), the latest line per question
+        # wins, and a failed question keeps the score it was recorded with (0).
+        t = d.get("max_trials")
+        row = d["method"] if t is None else f"{d['method']}@{t}"
+        scores[row][d["item"]] = d[a.metric]
+if a.ref not in scores:  # a row with max trials is named METHOD@TRIALS, e.g. kn@4
     raise SystemExit(f"{a.results}: no rows for --ref {a.ref} (methods: {', '.join(scores)})")
 
 rng = random.Random(0)
