@@ -259,9 +259,13 @@ struct EvalArgs {
     /// Run the pairs that failed in an earlier run again.
     #[arg(long)]
     retry_failed: bool,
-    /// Only (re)write the report from the results already in DIR.
+    /// Only (re)write the report from the results already in DIR (with the dataset at hand,
+    /// first computing the spans of rows recorded before rows carried them: DIR/backfill.jsonl).
     #[arg(long)]
     report_only: bool,
+    /// Keep every question's full trace as JSON in this directory.
+    #[arg(long, value_name = "DIR")]
+    trace_dir: Option<PathBuf>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -366,45 +370,18 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             method_order.push(s);
         }
     }
-    if !args.report_only {
-        let data = args
-            .data
-            .clone()
-            .or(exp.data)
+    let data = args.data.clone().or(exp.data);
+    let load_items = |run_notes: &mut Vec<String>| -> Result<Vec<qrmem::eval::datasets::QaItem>> {
+        let data = data
+            .as_ref()
             .context("give --data (or an --experiment file)")?;
-        use qrmem::eval::datasets as ds;
-        let mut items = match dataset.as_str() {
-            "hotpotqa" => ds::load_hotpot(&data)?,
-            "longbench" => ds::load_longbench(&data)?,
-            "longbench-style" => {
-                let raw = ds::load_hotpot_raw(&data)?;
-                let n = limit.unwrap_or(raw.len()).min(raw.len());
-                let long = qrmem::eval::longbench_style::generate(&raw, n, words, seed);
-                run_notes.push(format!(
-                    "LongBench-style stand-in for LongBench's HotpotQA, built from {} (each item's 10 paragraphs padded with other items' paragraphs to about {words} words, seed {seed}); not LongBench itself.",
-                    data.display()
-                ));
-                long.into_iter()
-                    .map(|l| ds::QaItem {
-                        id: l.id,
-                        dataset: l.dataset,
-                        context: l.context,
-                        question: l.input,
-                        options: vec![],
-                        answers: l.answers,
-                        gold_letter: None,
-                        supporting: l.supporting_titles,
-                    })
-                    .collect()
-            }
-            "quality" => ds::load_leval(&data, "quality")?,
-            "qasper" => ds::load_leval(&data, "qasper")?,
-            "quality-flat" => ds::load_quality_flat(&data)?,
-            other => bail!("unknown dataset '{other}' (hotpotqa, longbench, longbench-style, quality, quality-flat, qasper)"),
-        };
-        if let Some(n) = limit {
-            items.truncate(n);
-        }
+        let (items, notes) = qrmem::eval::datasets::load(&dataset, data, limit, seed, words)?;
+        run_notes.extend(notes);
+        Ok(items)
+    };
+    let mut items = Vec::new();
+    if !args.report_only {
+        items = load_items(&mut run_notes)?;
         let path = out.join(RUN_NOTES);
         std::fs::write(&path, serde_json::to_vec_pretty(&run_notes)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -425,6 +402,7 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             concurrency: config.llm.concurrency,
             retry_failed: args.retry_failed,
             progress: true,
+            trace_dir: args.trace_dir.clone(),
         };
         eprintln!(
             "{} questions x {} methods -> {}",
@@ -466,6 +444,15 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing {}", out.join("timing.jsonl").display()))?;
     } else {
         run_notes = read_run_notes(out)?;
+        // The items give the gold evidence and documents that old rows' spans are computed
+        // from; without them the report reads the backfill an earlier report wrote.
+        match load_items(&mut Vec::new()) {
+            Ok(loaded) => items = loaded,
+            Err(e) => eprintln!(
+                "note: {e:#}; evidence columns come from {} where it exists",
+                out.join(qrmem::eval::evidence::BACKFILL).display()
+            ),
+        }
     }
     let mut notes = run_notes;
     for n in &exp.notes {
@@ -474,11 +461,32 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         }
     }
     let (results, builds) = qrmem::eval::runner::read_run(out)?;
+    if !items.is_empty() {
+        let prompts = Prompts::load()?;
+        let nav = &config.navigate;
+        let ctx = qrmem::eval::evidence::BackfillCtx {
+            prompts: &prompts,
+            window: qrmem::navigate::Window::new(nav.context_window, nav.reply_tokens),
+            segment_tokens: config.memory.segment_tokens,
+            memories: qrmem::eval::runner::memories_dir(out),
+        };
+        let (n, problems) = qrmem::eval::evidence::backfill(&ctx, out, &items, &results)
+            .map_err(anyhow::Error::msg)?;
+        if n > 0 {
+            eprintln!(
+                "backfilled the spans of {n} rows recorded before rows carried them ({}); {} without answer spans",
+                out.join(qrmem::eval::evidence::BACKFILL).display(),
+                problems.len()
+            );
+        }
+    }
+    let backfill = qrmem::eval::evidence::read_backfill(out).map_err(anyhow::Error::msg)?;
     let report = qrmem::eval::report::build(
         &title,
         &config.llm.model,
         &results,
         &builds,
+        &backfill,
         &method_order,
         notes,
     );

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use qrmem::eval::datasets::{load_hotpot, load_leval, load_longbench, load_quality_flat};
+use qrmem::eval::datasets::{
+    load_hotpot, load_hotpot_raw, load_leval, load_longbench, load_quality_flat, HotpotRaw, QaItem,
+};
 use qrmem::eval::metrics::{hotpot_f1, longbench_f1};
 
 fn shared(rel: &str) -> Option<PathBuf> {
@@ -159,5 +161,97 @@ fn longbench_style_generation_is_deterministic_and_clean() {
             );
         }
         assert!(item.context.starts_with("Passage 1:\n"));
+        assert_gold_spans_are_the_supporting_sentences(item, &raw_item(&p, &item.id));
     }
+}
+
+fn raw_item(path: &std::path::Path, id: &str) -> HotpotRaw {
+    load_hotpot_raw(path)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.id == id)
+        .unwrap()
+}
+
+/// Every gold span is the text of one supporting sentence (trimmed), and every supporting
+/// sentence that exists has its span.
+fn assert_gold_spans_are_the_supporting_sentences(item: &QaItem, raw: &HotpotRaw) {
+    let gold = item
+        .gold_spans
+        .as_ref()
+        .expect("HotpotQA items have gold evidence");
+    let mut want: Vec<&str> = raw
+        .supporting_facts
+        .iter()
+        .filter_map(|(title, k)| {
+            let p = raw.context.iter().find(|p| &p.0 == title)?;
+            p.1.get(usize::try_from(*k).ok()?).map(|s| s.trim())
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    want.sort_unstable();
+    want.dedup();
+    let mut got: Vec<&str> = gold.iter().map(|&(a, b)| &item.context[a..b]).collect();
+    got.sort_unstable();
+    assert_eq!(got, want, "item {}", item.id);
+    assert!(!gold.is_empty());
+}
+
+#[test]
+fn hotpot_gold_spans_point_at_the_supporting_sentences() {
+    let Some(p) = shared("hotpotqa/hotpot_dev_distractor_dev500.json") else {
+        return;
+    };
+    let items = load_hotpot(&p).unwrap();
+    let raw = load_hotpot_raw(&p).unwrap();
+    for (item, r) in items.iter().zip(&raw).take(50) {
+        assert_gold_spans_are_the_supporting_sentences(item, r);
+    }
+    // The LongBench-style items of the committed run (seed 0, 9,000 words): the same
+    // documents as before gold spans were added (the first one's hash is in builds.jsonl), and
+    // spans that point at the supporting sentences.
+    let (long, _) = qrmem::eval::datasets::load("longbench-style", &p, Some(30), 0, 9000).unwrap();
+    use sha2::Digest;
+    let key = hex::encode(sha2::Sha256::digest(long[0].context.as_bytes()));
+    assert_eq!(&key[..16], "e9b7ba6a0c41bf8c");
+    for item in &long {
+        let r = raw.iter().find(|r| r.id == item.id).unwrap();
+        assert_gold_spans_are_the_supporting_sentences(item, r);
+    }
+}
+
+#[test]
+fn gold_spans_of_a_hand_made_item() {
+    use qrmem::eval::datasets::{render_sentences, supporting_spans};
+    let paragraphs = vec![
+        (
+            "Alpha".to_string(),
+            vec!["A one.".to_string(), " A two.".to_string()],
+        ),
+        (
+            "Beta".to_string(),
+            vec!["B one.".to_string(), " B two.".to_string()],
+        ),
+    ];
+    let (text, ranges) = render_sentences(&paragraphs);
+    assert_eq!(
+        text,
+        qrmem::eval::datasets::render_passages(&[
+            ("Alpha".into(), "A one. A two.".into()),
+            ("Beta".into(), "B one. B two.".into())
+        ])
+    );
+    let facts = vec![
+        ("Beta".to_string(), 1),
+        ("Alpha".to_string(), 0),
+        ("Alpha".to_string(), 7),
+        ("Gamma".to_string(), 0),
+    ];
+    let (spans, skipped) = supporting_spans(&["Alpha", "Beta"], &ranges, &facts);
+    let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+    assert_eq!(texts, vec!["A one.", "B two."]);
+    assert_eq!(
+        skipped, 2,
+        "an index out of range and a title not in the document"
+    );
 }

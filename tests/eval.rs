@@ -52,6 +52,7 @@ fn items() -> Vec<QaItem> {
         answers: vec![answer.into()],
         gold_letter: None,
         supporting: vec![],
+        gold_spans: None,
     };
     vec![
         item("a", velden::DOC.to_string(), "Lucerne"),
@@ -90,6 +91,7 @@ fn opts() -> EvalOptions {
         concurrency: 2,
         retry_failed: false,
         progress: false,
+        trace_dir: None,
     }
 }
 
@@ -121,7 +123,16 @@ async fn run_with(dir: &Path, items: &[QaItem], cache: Option<&Path>) -> usize {
 fn report(dir: &Path) -> Report {
     let (results, builds) = qrmem::eval::runner::read_run(dir).unwrap();
     let order: Vec<String> = opts().methods.iter().map(|m| m.to_string()).collect();
-    let mut r = qrmem::eval::report::build("t", "scripted", &results, &builds, &order, vec![]);
+    let backfill = qrmem::eval::evidence::read_backfill(dir).unwrap();
+    let mut r = qrmem::eval::report::build(
+        "t",
+        "scripted",
+        &results,
+        &builds,
+        &backfill,
+        &order,
+        vec![],
+    );
     // Wall times differ between runs; everything else must not.
     for m in &mut r.methods {
         m.wall_secs_per_question = 0.0;
@@ -287,4 +298,126 @@ async fn token_costs_do_not_depend_on_the_reply_cache() {
     for (a, b) in c.builds.iter().zip(&w.builds) {
         assert_eq!(a.tokens_per_document_token, b.tokens_per_document_token);
     }
+}
+
+/// The velden items with gold evidence: the sentence naming the designer and the one naming
+/// her birthplace (item "c" has none).
+fn items_with_gold() -> Vec<QaItem> {
+    let mut items = items();
+    for item in items.iter_mut().take(2) {
+        let spans: Vec<(usize, usize)> = [
+            "It was designed by the engineer Clara Hoffmann and opened to traffic in the spring of 1887, replacing a wooden ferry landing that had served the town for two centuries.",
+            "Clara Hoffmann (1851-1923) was a civil engineer born in the city of Lucerne, where her father ran a small foundry.",
+        ]
+        .iter()
+        .map(|s| {
+            let at = item.context.find(s).unwrap();
+            (at, at + s.len())
+        })
+        .collect();
+        item.gold_spans = Some(spans);
+    }
+    items
+}
+
+#[tokio::test]
+async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
+    let items = items_with_gold();
+    let fresh = tempfile::tempdir().unwrap();
+    run(fresh.path(), &items).await;
+    for l in lines(fresh.path()) {
+        assert!(l["answer_spans"].is_array(), "{l}");
+        assert!(l["read_spans"].is_array(), "{l}");
+        assert!(l["answer_context_tokens"].is_u64(), "{l}");
+        assert_eq!(l["gold_spans"].is_array(), l["item"] != "c", "{l}");
+        assert_eq!(l["nav"].is_object(), l["method"] == "kn", "{l}");
+    }
+    let a = report(fresh.path());
+    let ev = |r: &Report, m: &str, t: Option<usize>| {
+        r.methods
+            .iter()
+            .find(|x| x.method == m && x.max_trials == t)
+            .unwrap()
+            .evidence
+            .clone()
+    };
+    // Hand-computed: vanilla-left shows the whole (short) document, so both gold sentences of
+    // both items with gold evidence; item c has none and is not counted (n/a, not 0).
+    let v = ev(&a, "vanilla-left", None);
+    let cell = v.answer.clone().unwrap();
+    assert_eq!((cell.questions, cell.all_facts), (2, 2));
+    assert!((cell.fact_recall - 1.0).abs() < 1e-12);
+    // kn with two trials reaches the birthplace paragraph on both velden items.
+    let k2 = ev(&a, "kn", Some(2)).answer.unwrap();
+    assert_eq!((k2.questions, k2.all_facts), (2, 2));
+    // bm25-top1 shows one 150-token segment: the bridge paragraph, without the birthplace.
+    let b = ev(&a, "bm25-top1", None).answer.unwrap();
+    assert_eq!((b.questions, b.all_facts), (2, 0));
+    assert!((b.fact_recall - 0.5).abs() < 1e-12, "{b:?}");
+
+    // The same rows as a run made before rows carried spans: strip them, then backfill.
+    let old = tempfile::tempdir().unwrap();
+    let stripped: String = lines(fresh.path())
+        .into_iter()
+        .map(|mut l| {
+            let o = l.as_object_mut().unwrap();
+            for k in [
+                "answer_spans",
+                "read_spans",
+                "answer_context_tokens",
+                "gold_spans",
+                "final_segments",
+                "nav",
+            ] {
+                o.remove(k);
+            }
+            format!("{l}\n")
+        })
+        .collect();
+    std::fs::write(old.path().join("results.jsonl"), stripped).unwrap();
+    std::fs::copy(
+        fresh.path().join("builds.jsonl"),
+        old.path().join("builds.jsonl"),
+    )
+    .unwrap();
+    let before = report(old.path());
+    assert_eq!(
+        ev(&before, "bm25-top1", None),
+        Default::default(),
+        "nothing known yet"
+    );
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = qrmem::eval::evidence::BackfillCtx {
+        prompts: &prompts,
+        window: qrmem::navigate::Window::new(
+            config.navigate.context_window,
+            config.navigate.reply_tokens,
+        ),
+        segment_tokens: config.memory.segment_tokens,
+        memories: old.path().join("memories"),
+    };
+    let (results, _) = qrmem::eval::runner::read_run(old.path()).unwrap();
+    let (n, problems) =
+        qrmem::eval::evidence::backfill(&ctx, old.path(), &items, &results).unwrap();
+    assert_eq!(n, 12);
+    // kn's rows kept every segment shown, not the answer prompt's: those 6 (3 items x 2
+    // trial settings) say so.
+    assert_eq!(problems.len(), 6, "{problems:?}");
+    let b = report(old.path());
+    for m in ["bm25-top1", "vanilla-left"] {
+        assert_eq!(ev(&b, m, None), ev(&a, m, None), "{m}");
+    }
+    for t in [Some(1), Some(2)] {
+        let (got, want) = (ev(&b, "kn", t), ev(&a, "kn", t));
+        assert_eq!(got.read, want.read, "kn {t:?}");
+        assert_eq!(got.answer, None, "kn {t:?}: n/a, never a guess");
+    }
+    // Writing the backfill again gives the same bytes.
+    let first = std::fs::read(old.path().join("backfill.jsonl")).unwrap();
+    qrmem::eval::evidence::backfill(&ctx, old.path(), &items, &results).unwrap();
+    assert_eq!(
+        std::fs::read(old.path().join("backfill.jsonl")).unwrap(),
+        first
+    );
 }

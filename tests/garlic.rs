@@ -187,6 +187,13 @@ async fn gbfs_follows_z_then_similarity_and_stops_on_patience() {
     assert_eq!(t.answer, "The garden.");
     assert!(t.answered);
     assert_eq!(t.segments_used, vec![0, 1, 2]);
+    // Spans: the visited level-1 chunks in the document they concatenate to; the IPs are not
+    // document text.
+    assert_eq!(
+        t.answer_spans,
+        vec![(0, "chunk zerochunk onechunk two".len())]
+    );
+    assert_eq!(t.read_spans, t.answer_spans);
     // Each check prompt is a prefix of the next (llama.cpp reuses it); the answer is the
     // second turn of the last check's conversation.
     let received = llm.received();

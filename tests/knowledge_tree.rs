@@ -145,6 +145,27 @@ async fn knowledge_tree_retries_in_the_documented_order() {
     assert_eq!(trace.answer, "mill 07 by the river");
     assert!(trace.answered);
     assert_eq!(trace.segments_used, vec![0, 1, 6, 7]);
+    // Spans: the chunks of the leaves read, in the document.
+    let d = doc();
+    let shown: Vec<&str> = trace.read_spans.iter().map(|&(a, b)| &d[a..b]).collect();
+    assert_eq!(
+        shown.len(),
+        2,
+        "leaves 0-1 and 6-7 are two ranges: {shown:?}"
+    );
+    assert_eq!(
+        shown.concat(),
+        [0, 1, 6, 7]
+            .iter()
+            .map(|&i| t.nodes[i].content.clone().unwrap())
+            .collect::<String>()
+    );
+    assert!(
+        shown[0].starts_with("Fact 00")
+            && shown[1].starts_with("Fact ")
+            && shown[1].contains("mill number 07")
+    );
+    assert_eq!(trace.answer_spans, trace.read_spans);
     // 5 choices (the root once, 4 leaves) + 4 leaf answers; branch 13 alone needed no call.
     assert_eq!(llm.received().len() - before, 9);
     // Choices show every option's full metadata.

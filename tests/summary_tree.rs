@@ -175,6 +175,13 @@ async fn a_cut_refines_exactly_the_named_entry_then_answers_from_it() {
     assert!(notes[3].contains("names no eligible entry"), "{notes:?}");
     assert_eq!(notes[4], "final cut: 0+2, 2+1, 3+1, 4+1");
     assert_eq!(t.segments_used, vec![2, 3, 4]);
+    // Spans: the final cut's verbatim leaves 2..5 (one merged range), not the summary [0,2).
+    let d = doc(0, 5);
+    assert_eq!(t.answer_spans.len(), 1, "{:?}", t.answer_spans);
+    let (a, b) = t.answer_spans[0];
+    assert!(d[a..b].starts_with("P2. ") && d[a..b].ends_with("its river.\n\n"));
+    assert_eq!(&d[a..b], tree.leaves[2..5].concat());
+    assert_eq!(t.read_spans, t.answer_spans);
     // The cut prompt marked the leaf ineligible, and the answer saw the leaves' own text.
     let received = llm.received();
     assert!(

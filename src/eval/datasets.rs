@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::text::span::{self, Span};
+
 #[derive(Debug, Error)]
 #[error("dataset {path}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
 pub struct DatasetError {
@@ -34,6 +36,10 @@ pub struct QaItem {
     pub gold_letter: Option<String>,
     /// Titles of the supporting paragraphs, where the dataset gives them.
     pub supporting: Vec<String>,
+    /// The byte ranges of the gold supporting sentences in `context`; None where the dataset
+    /// gives no sentence-level evidence (QuALITY, Qasper, LongBench's own files).
+    #[serde(default)]
+    pub gold_spans: Option<Vec<Span>>,
 }
 
 fn err(path: &Path, line: Option<usize>, message: impl Into<String>) -> DatasetError {
@@ -87,6 +93,57 @@ pub fn render_passages(paragraphs: &[(String, String)]) -> String {
         .join("\n\n")
 }
 
+/// Renders paragraphs given as (title, sentences) exactly as [`render_passages`] renders
+/// (title, concatenated sentences), and returns with the text the byte range of every sentence:
+/// `sentences[p][k]` is the range of paragraph `p`'s sentence `k`, without its surrounding
+/// whitespace.
+pub fn render_sentences(paragraphs: &[(String, Vec<String>)]) -> (String, Vec<Vec<Span>>) {
+    let mut text = String::new();
+    let mut ranges = Vec::with_capacity(paragraphs.len());
+    for (i, (title, sentences)) in paragraphs.iter().enumerate() {
+        if i > 0 {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!("Passage {}:\n{}\n", i + 1, title));
+        let mut own = Vec::with_capacity(sentences.len());
+        for s in sentences {
+            let start = text.len();
+            text.push_str(s);
+            own.push(span::trim(&text, (start, text.len())));
+        }
+        ranges.push(own);
+    }
+    (text, ranges)
+}
+
+/// The gold evidence of a HotpotQA item in its rendered document: the byte ranges of its
+/// supporting facts (title, sentence index), looked up in `ranges` (from [`render_sentences`]
+/// over the paragraphs titled `titles`), sorted and without duplicates. A fact whose title is
+/// not in the document, whose index is out of range (HotpotQA has a few), or whose sentence is
+/// blank is skipped, and counted in the second value.
+pub fn supporting_spans(
+    titles: &[&str],
+    ranges: &[Vec<Span>],
+    facts: &[(String, i64)],
+) -> (Vec<Span>, usize) {
+    let mut spans = Vec::new();
+    let mut skipped = 0;
+    for (title, k) in facts {
+        let found = titles
+            .iter()
+            .position(|t| t == title)
+            .and_then(|p| usize::try_from(*k).ok().and_then(|k| ranges[p].get(k)))
+            .filter(|s| s.1 > s.0);
+        match found {
+            Some(&s) => spans.push(s),
+            None => skipped += 1,
+        }
+    }
+    spans.sort_unstable();
+    spans.dedup();
+    (spans, skipped)
+}
+
 /// One HotpotQA paragraph: its title and sentences.
 #[derive(Clone, Debug, Deserialize)]
 pub struct HotpotParagraph(pub String, pub Vec<String>);
@@ -120,26 +177,83 @@ pub fn load_hotpot(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
     Ok(load_hotpot_raw(path)?
         .into_iter()
         .map(|r| {
-            let paragraphs: Vec<(String, String)> = r
+            let paragraphs: Vec<(String, Vec<String>)> = r
                 .context
                 .iter()
-                .map(|p| (p.0.clone(), p.1.concat()))
+                .map(|p| (p.0.clone(), p.1.clone()))
                 .collect();
+            let (context, ranges) = render_sentences(&paragraphs);
+            let titles: Vec<&str> = paragraphs.iter().map(|p| p.0.as_str()).collect();
+            let (gold, _) = supporting_spans(&titles, &ranges, &r.supporting_facts);
             let mut supporting: Vec<String> =
                 r.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
             supporting.dedup();
             QaItem {
                 id: r.id,
                 dataset: "hotpotqa".into(),
-                context: render_passages(&paragraphs),
+                context,
                 question: r.question,
                 options: vec![],
                 answers: vec![r.answer],
                 gold_letter: None,
                 supporting,
+                gold_spans: Some(gold),
             }
         })
         .collect())
+}
+
+/// The items of `dataset` (hotpotqa, longbench, longbench-style, quality, qasper,
+/// quality-flat) read from `data`, the first `limit` of them, and the notes the run should
+/// carry (the LongBench-style label). `seed` and `words` shape the LongBench-style contexts.
+pub fn load(
+    dataset: &str,
+    data: &Path,
+    limit: Option<usize>,
+    seed: u64,
+    words: usize,
+) -> Result<(Vec<QaItem>, Vec<String>), DatasetError> {
+    let mut notes = Vec::new();
+    let mut items = match dataset {
+        "hotpotqa" => load_hotpot(data)?,
+        "longbench" => load_longbench(data)?,
+        "longbench-style" => {
+            let raw = load_hotpot_raw(data)?;
+            let n = limit.unwrap_or(raw.len()).min(raw.len());
+            let long = super::longbench_style::generate(&raw, n, words, seed);
+            notes.push(format!(
+                "LongBench-style stand-in for LongBench's HotpotQA, built from {} (each item's 10 paragraphs padded with other items' paragraphs to about {words} words, seed {seed}); not LongBench itself.",
+                data.display()
+            ));
+            long.into_iter()
+                .map(|l| QaItem {
+                    id: l.id,
+                    dataset: l.dataset,
+                    context: l.context,
+                    question: l.input,
+                    options: vec![],
+                    answers: l.answers,
+                    gold_letter: None,
+                    supporting: l.supporting_titles,
+                    gold_spans: Some(l.supporting_spans),
+                })
+                .collect()
+        }
+        "quality" => load_leval(data, "quality")?,
+        "qasper" => load_leval(data, "qasper")?,
+        "quality-flat" => load_quality_flat(data)?,
+        other => {
+            return Err(err(
+                data,
+                None,
+                format!("unknown dataset '{other}' (hotpotqa, longbench, longbench-style, quality, quality-flat, qasper)"),
+            ))
+        }
+    };
+    if let Some(n) = limit {
+        items.truncate(n);
+    }
+    Ok((items, notes))
 }
 
 /// LongBench jsonl (`input, context, answers, _id, length, dataset`).
@@ -172,6 +286,19 @@ pub fn load_longbench(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 answers,
                 gold_letter: None,
                 supporting: vec![],
+                // Written by `qrmem data longbench-style`; LongBench's own files have none.
+                gold_spans: match v.get("supporting_spans") {
+                    None | Some(Value::Null) => None,
+                    Some(x) => Some(serde_json::from_value(x.clone()).map_err(|e| {
+                        err(
+                            path,
+                            l,
+                            format!(
+                                "field \"supporting_spans\" is not a list of [start, end]: {e}"
+                            ),
+                        )
+                    })?),
+                },
             })
         })
         .collect()
@@ -259,6 +386,7 @@ pub fn load_leval(path: &Path, dataset: &str) -> Result<Vec<QaItem>, DatasetErro
                 answers: vec![output.clone()],
                 gold_letter,
                 supporting: vec![],
+                gold_spans: None,
             });
         }
     }
@@ -332,6 +460,7 @@ pub fn load_quality_flat(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 options,
                 gold_letter,
                 supporting: vec![],
+                gold_spans: None,
             });
         }
     }

@@ -7,7 +7,8 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::datasets::{render_passages, HotpotRaw};
+use super::datasets::{render_sentences, supporting_spans, HotpotRaw};
+use crate::text::Span;
 
 /// The `dataset` label of generated items.
 pub const DATASET: &str = "hotpotqa-longbench-style";
@@ -24,10 +25,18 @@ pub struct LongItem {
     #[serde(rename = "_id")]
     pub id: String,
     pub supporting_titles: Vec<String>,
+    /// The byte ranges of the supporting sentences (HotpotQA's `supporting_facts`) in `context`.
+    pub supporting_spans: Vec<Span>,
 }
 
 fn words(s: &str) -> usize {
     s.split_whitespace().count()
+}
+
+/// The words of a paragraph as rendered (its sentences concatenated), as the padding always
+/// counted them.
+fn words_of(sentences: &[String]) -> usize {
+    words(&sentences.concat())
 }
 
 /// Builds the long contexts of the first `count` items (padding drawn from all of `items`).
@@ -39,14 +48,10 @@ pub fn generate(
     seed: u64,
 ) -> Vec<LongItem> {
     // The pool: every paragraph of every item, tagged with its item.
-    let pool: Vec<(usize, String, String)> = items
+    let pool: Vec<(usize, &String, &Vec<String>)> = items
         .iter()
         .enumerate()
-        .flat_map(|(i, it)| {
-            it.context
-                .iter()
-                .map(move |p| (i, p.0.clone(), p.1.concat()))
-        })
+        .flat_map(|(i, it)| it.context.iter().map(move |p| (i, &p.0, &p.1)))
         .collect();
     items
         .iter()
@@ -56,39 +61,43 @@ pub fn generate(
             let mut rng =
                 fastrand::Rng::with_seed(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let mut titles: HashSet<String> = HashSet::new();
-            let mut paragraphs: Vec<(String, String)> = Vec::new();
+            let mut paragraphs: Vec<(String, Vec<String>)> = Vec::new();
             for p in &it.context {
                 if titles.insert(p.0.clone()) {
-                    paragraphs.push((p.0.clone(), p.1.concat()));
+                    paragraphs.push((p.0.clone(), p.1.clone()));
                 }
             }
-            let mut total: usize = paragraphs.iter().map(|(t, x)| words(t) + words(x)).sum();
+            let mut total: usize = paragraphs.iter().map(|(t, x)| words(t) + words_of(x)).sum();
             let mut order: Vec<usize> = (0..pool.len()).collect();
             rng.shuffle(&mut order);
             for k in order {
                 if total >= target_words {
                     break;
                 }
-                let (owner, title, text) = &pool[k];
-                if *owner == i || !titles.insert(title.clone()) {
+                let (owner, title, sentences) = pool[k];
+                if owner == i || !titles.insert(title.clone()) {
                     continue;
                 }
-                total += words(title) + words(text);
-                paragraphs.push((title.clone(), text.clone()));
+                total += words(title) + words_of(sentences);
+                paragraphs.push((title.clone(), sentences.clone()));
             }
             rng.shuffle(&mut paragraphs);
+            let (context, ranges) = render_sentences(&paragraphs);
+            let order: Vec<&str> = paragraphs.iter().map(|p| p.0.as_str()).collect();
+            let (spans, _) = supporting_spans(&order, &ranges, &it.supporting_facts);
             let mut supporting: Vec<String> =
                 it.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
             supporting.dedup();
             LongItem {
                 input: it.question.clone(),
-                context: render_passages(&paragraphs),
+                context,
                 answers: vec![it.answer.clone()],
                 length: total,
                 dataset: DATASET.to_string(),
                 language: "en".to_string(),
                 id: it.id.clone(),
                 supporting_titles: supporting,
+                supporting_spans: spans,
             }
         })
         .collect()

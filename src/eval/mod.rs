@@ -2,6 +2,7 @@
 //! resume) and the reports.
 
 pub mod datasets;
+pub mod evidence;
 pub mod longbench_style;
 pub mod metrics;
 mod plot;

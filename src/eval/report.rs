@@ -9,7 +9,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::evidence::{self, ContextSpans};
 use super::runner::{BuildRecord, ResultRecord, RowCost};
+use crate::memory::GraphDiagnostics;
+use crate::methods::MemoryKind;
 
 /// One row of Table 1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,7 +38,130 @@ pub struct MethodRow {
     #[serde(default)]
     pub server_cached_share: f64,
     pub wall_secs_per_question: f64,
+    /// What the answerer was shown of the gold evidence.
+    #[serde(default)]
+    pub evidence: EvidenceCols,
+    /// The graph navigators' diagnostics, over the rows that recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub navigation: Option<NavRow>,
 }
+
+/// Navigation diagnostics of a row, per question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NavRow {
+    /// Questions whose rows recorded diagnostics.
+    pub questions: usize,
+    pub start_entities: f64,
+    /// |S_imp| before the window.
+    pub s_imp: f64,
+    pub checks: f64,
+    /// Checks that answered (-2), of all checks.
+    pub answered_checks: usize,
+    pub all_checks: usize,
+    /// Checks whose reply never parsed.
+    pub failed_checks: usize,
+    pub expansions: f64,
+    /// Expansions after which the next prompt showed another set of segments.
+    pub changed_expansions: f64,
+    /// Questions where at least one expansion changed the shown set.
+    pub questions_changed: usize,
+}
+
+impl NavRow {
+    fn of(rs: &[&ResultRecord]) -> Option<NavRow> {
+        let navs: Vec<&crate::navigate::NavDiagnostics> =
+            rs.iter().filter_map(|r| r.nav.as_ref()).collect();
+        if navs.is_empty() {
+            return None;
+        }
+        let checks = || navs.iter().flat_map(|n| n.checks.iter());
+        Some(NavRow {
+            questions: navs.len(),
+            start_entities: mean(navs.iter().map(|n| n.start_entities as f64)),
+            s_imp: mean(navs.iter().filter_map(|n| n.s_imp.map(|x| x as f64))),
+            checks: mean(navs.iter().map(|n| n.checks.len() as f64)),
+            answered_checks: checks().filter(|c| c.action == Some(-2)).count(),
+            all_checks: checks().count(),
+            failed_checks: checks().filter(|c| c.failed).count(),
+            expansions: mean(navs.iter().map(|n| n.expansions as f64)),
+            changed_expansions: mean(navs.iter().map(|n| n.expansions_changed as f64)),
+            questions_changed: navs.iter().filter(|n| n.expansions_changed > 0).count(),
+        })
+    }
+}
+
+/// Fact recall over the rows with gold evidence and spans.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceCell {
+    /// Questions measured (with gold evidence and known spans).
+    pub questions: usize,
+    /// Mean share of an item's supporting sentences shown, 0..1.
+    pub fact_recall: f64,
+    /// Questions whose every supporting sentence was shown.
+    pub all_facts: usize,
+}
+
+/// The evidence columns of a row: "n/a" (None) where the dataset has no gold evidence or the
+/// spans are not known.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceCols {
+    /// In the final answer prompt.
+    pub answer: Option<EvidenceCell>,
+    /// In any prompt of the question.
+    pub read: Option<EvidenceCell>,
+    /// Mean cl100k tokens of document text in the final answer prompt.
+    pub answer_context_tokens: Option<f64>,
+}
+
+impl EvidenceCols {
+    fn of(spans: &[&ContextSpans]) -> Self {
+        let cell = |f: &dyn Fn(&ContextSpans) -> Option<(usize, usize)>| {
+            evidence::summarise(spans.iter().map(|s| f(s))).map(|(recall, all, n)| EvidenceCell {
+                questions: n,
+                fact_recall: recall,
+                all_facts: (all * n as f64).round() as usize,
+            })
+        };
+        let tokens: Vec<f64> = spans
+            .iter()
+            .filter_map(|s| s.answer_context_tokens.map(|t| t as f64))
+            .collect();
+        EvidenceCols {
+            answer: cell(&ContextSpans::answer_recall),
+            read: cell(&ContextSpans::read_recall),
+            answer_context_tokens: (!tokens.is_empty()).then(|| mean(tokens.into_iter())),
+        }
+    }
+
+    /// The "fact recall % | all facts | read recall % | read all facts | answer ctx tok/q" cells.
+    fn cells(&self) -> String {
+        let cell = |c: &Option<EvidenceCell>| match c {
+            Some(c) => format!(
+                "{:.1} | {}/{}",
+                100.0 * c.fact_recall,
+                c.all_facts,
+                c.questions
+            ),
+            None => "n/a | n/a".to_string(),
+        };
+        format!(
+            "{} | {} | {}",
+            cell(&self.answer),
+            cell(&self.read),
+            self.answer_context_tokens
+                .map_or("n/a".to_string(), |t| format!("{t:.0}"))
+        )
+    }
+}
+
+/// The columns `EvidenceCols::cells` fills.
+const EVIDENCE_COLUMNS: [&str; 5] = [
+    "fact recall %",
+    "all facts",
+    "read fact recall %",
+    "read all facts",
+    "answer-context tok/q",
+];
 
 /// Build cost per memory kind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +183,30 @@ pub struct BuildRow {
     pub wall_secs_per_doc: f64,
 }
 
+/// A graph memory kind's diagnostics, averaged over its builds that recorded them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphRow {
+    pub kind: String,
+    /// Builds with diagnostics, of `builds` in all.
+    pub documents: usize,
+    pub builds: usize,
+    pub entities_per_segment: f64,
+    pub schema_entities_per_segment: f64,
+    pub llm_entities_per_segment: f64,
+    pub relation_entities_per_segment: f64,
+    pub raw_relations_per_doc: f64,
+    /// Kept over extracted relations, over all builds (0..1).
+    pub kept_share: f64,
+    pub dropped_unresolved_per_doc: Option<f64>,
+    pub dropped_self_loop_per_doc: Option<f64>,
+    pub dropped_empty_per_doc: Option<f64>,
+    pub edges_per_segment: f64,
+    pub entities_with_edge: f64,
+    pub llm_entities_with_edge: Option<f64>,
+    pub median_segments_per_entity: f64,
+    pub over_linked_entities_per_doc: f64,
+}
+
 /// One row scored on the questions every row has a result for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommonRow {
@@ -72,6 +222,8 @@ pub struct CommonRow {
     pub calls_per_question: f64,
     pub prompt_tokens_per_question: f64,
     pub completion_tokens_per_question: f64,
+    #[serde(default)]
+    pub evidence: EvidenceCols,
 }
 
 /// The paired comparison, made only when the rows answered different sets of questions (a run
@@ -92,6 +244,9 @@ pub struct Report {
     pub metric: String,
     pub methods: Vec<MethodRow>,
     pub builds: Vec<BuildRow>,
+    /// Mean graph diagnostics per graph memory kind, over the builds that recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graphs: Vec<GraphRow>,
     pub notes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common: Option<Common>,
@@ -193,6 +348,7 @@ pub fn build(
     model: &str,
     results: &[ResultRecord],
     builds: &[BuildRecord],
+    backfill: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
     method_order: &[String],
     notes: Vec<String>,
 ) -> Report {
@@ -201,6 +357,23 @@ pub fn build(
     for r in results {
         latest.insert(r.key(), r);
     }
+    // Each row's spans: its own, else the backfill's; a failed row showed the answerer nothing.
+    let none = ContextSpans::default();
+    let spans: BTreeMap<(String, String, Option<usize>), ContextSpans> = latest
+        .iter()
+        .map(|(k, r)| {
+            let mut s = r.spans.clone().or(backfill.get(k).unwrap_or(&none));
+            if r.error.is_some() {
+                s.answer_spans = Some(vec![]);
+                s.read_spans = Some(vec![]);
+                s.answer_context_tokens = Some(0);
+            }
+            (k.clone(), s)
+        })
+        .collect();
+    let spans_of = |rs: &[&ResultRecord]| -> Vec<&ContextSpans> {
+        rs.iter().filter_map(|r| spans.get(&r.key())).collect()
+    };
     let mut rows: BTreeMap<(usize, String, Option<usize>), Vec<&ResultRecord>> = BTreeMap::new();
     for r in latest.values() {
         let rank = method_order
@@ -211,7 +384,7 @@ pub fn build(
             .or_default()
             .push(r);
     }
-    let common = common_rows(&rows);
+    let common = common_rows(&rows, &spans);
     let methods = rows
         .into_iter()
         .map(|((_, method, max_trials), rs)| {
@@ -229,6 +402,8 @@ pub fn build(
                 completion_tokens_per_question: m.completion_tokens,
                 server_cached_share: cached_share(rs.iter().map(|r| &r.cost)),
                 wall_secs_per_question: mean(rs.iter().map(|r| r.wall_secs)),
+                evidence: EvidenceCols::of(&spans_of(&rs)),
+                navigation: NavRow::of(&rs),
             }
         })
         .collect();
@@ -246,7 +421,7 @@ pub fn build(
         }
     }
     let mut by_kind: BTreeMap<String, Vec<&BuildRecord>> = BTreeMap::new();
-    for b in first.into_values() {
+    for b in first.values().copied() {
         by_kind
             .entry(b.kind.name().to_string())
             .or_default()
@@ -282,6 +457,7 @@ pub fn build(
             }
         })
         .collect();
+    let graphs = graph_rows(&first);
     let multiple_choice = results.iter().any(|r| r.gold_letter.is_some());
     let mut items: Vec<&str> = latest.values().map(|r| r.item.as_str()).collect();
     items.sort_unstable();
@@ -297,16 +473,77 @@ pub fn build(
         metric: if multiple_choice { "accuracy" } else { "F1" }.to_string(),
         methods,
         builds,
+        graphs,
         notes,
         common,
     }
+}
+
+/// The graph table: per graph kind, the mean diagnostics of the builds that recorded them.
+fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Vec<GraphRow> {
+    let mut by_kind: BTreeMap<&str, (usize, Vec<&GraphDiagnostics>)> = BTreeMap::new();
+    for b in first.values() {
+        if !matches!(
+            b.kind,
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
+        ) || b.error.is_some()
+        {
+            continue;
+        }
+        let e = by_kind.entry(b.kind.name()).or_default();
+        e.0 += 1;
+        if let Some(g) = &b.graph {
+            e.1.push(g);
+        }
+    }
+    by_kind
+        .into_iter()
+        .filter(|(_, (_, gs))| !gs.is_empty())
+        .map(|(kind, (builds, gs))| {
+            let avg = |f: &dyn Fn(&GraphDiagnostics) -> f64| mean(gs.iter().map(|g| f(g)));
+            let avg_opt = |f: &dyn Fn(&GraphDiagnostics) -> Option<f64>| {
+                let v: Vec<f64> = gs.iter().filter_map(|g| f(g)).collect();
+                (!v.is_empty()).then(|| mean(v.into_iter()))
+            };
+            let raw: usize = gs.iter().map(|g| g.raw_relations).sum();
+            let kept: usize = gs.iter().map(|g| g.relations_kept).sum();
+            GraphRow {
+                kind: kind.to_string(),
+                documents: gs.len(),
+                builds,
+                entities_per_segment: avg(&|g| g.entities_per_segment),
+                schema_entities_per_segment: avg(&|g| g.entities_per_segment_by_source.schema),
+                llm_entities_per_segment: avg(&|g| g.entities_per_segment_by_source.llm),
+                relation_entities_per_segment: avg(&|g| g.entities_per_segment_by_source.relation),
+                raw_relations_per_doc: avg(&|g| g.raw_relations as f64),
+                kept_share: if raw > 0 {
+                    kept as f64 / raw as f64
+                } else {
+                    0.0
+                },
+                dropped_unresolved_per_doc: avg_opt(&|g| {
+                    g.dropped_unresolved_end.map(|x| x as f64)
+                }),
+                dropped_self_loop_per_doc: avg_opt(&|g| g.dropped_self_loop.map(|x| x as f64)),
+                dropped_empty_per_doc: avg_opt(&|g| g.dropped_empty.map(|x| x as f64)),
+                edges_per_segment: avg(&|g| g.edges_per_segment),
+                entities_with_edge: avg(&|g| g.entities_with_edge),
+                llm_entities_with_edge: avg_opt(&|g| g.llm_entities_with_edge),
+                median_segments_per_entity: avg(&|g| g.median_segments_per_entity),
+                over_linked_entities_per_doc: avg(&|g| g.over_linked_entities as f64),
+            }
+        })
+        .collect()
 }
 
 type RowKey = (usize, String, Option<usize>);
 
 /// Every row on the questions all rows have a result for; `None` when the rows already share
 /// one set of questions, or share none.
-fn common_rows(rows: &BTreeMap<RowKey, Vec<&ResultRecord>>) -> Option<Common> {
+fn common_rows(
+    rows: &BTreeMap<RowKey, Vec<&ResultRecord>>,
+    spans: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
+) -> Option<Common> {
     use std::collections::BTreeSet;
     let sets: Vec<BTreeSet<&str>> = rows
         .values()
@@ -342,6 +579,11 @@ fn common_rows(rows: &BTreeMap<RowKey, Vec<&ResultRecord>>) -> Option<Common> {
                 calls_per_question: m.calls,
                 prompt_tokens_per_question: m.prompt_tokens,
                 completion_tokens_per_question: m.completion_tokens,
+                evidence: EvidenceCols::of(
+                    &rs.iter()
+                        .filter_map(|r| spans.get(&r.key()))
+                        .collect::<Vec<_>>(),
+                ),
             }
         })
         .collect();
@@ -413,6 +655,79 @@ impl Report {
                 r.wall_secs_per_question
             );
         }
+        if self
+            .methods
+            .iter()
+            .any(|r| r.evidence != EvidenceCols::default())
+        {
+            let _ = writeln!(s, "\n## Evidence in front of the answerer\n");
+            let _ = writeln!(
+                s,
+                "Fact recall: the share of an item's gold supporting sentences lying wholly inside \
+                 the document text the final answer prompt showed (mean over questions); all \
+                 facts: the questions whose every supporting sentence was shown; \"read\" counts \
+                 every prompt of the question. Summaries are not document text and count for \
+                 nothing. n/a: the dataset has no gold evidence, or the rows did not record what \
+                 their answer prompt showed.\n"
+            );
+            let cols: Vec<&str> = ["method", "max trials"]
+                .iter()
+                .chain(&EVIDENCE_COLUMNS)
+                .copied()
+                .collect();
+            table_header(&mut s, &cols);
+            for r in &self.methods {
+                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let _ = writeln!(s, "| {} | {} | {} |", r.method, trials, r.evidence.cells());
+            }
+        }
+        if self.methods.iter().any(|r| r.navigation.is_some()) {
+            let _ = writeln!(s, "\n## Navigation\n");
+            let _ = writeln!(
+                s,
+                "Per question, over the rows that recorded navigation diagnostics: |E_s| (entities \
+                 linked from the question), |S_imp| before the window, answerability checks (and \
+                 how many answered, or never parsed), expansions, and the expansions after which \
+                 the next prompt showed another set of segments.\n"
+            );
+            table_header(
+                &mut s,
+                &[
+                    "method",
+                    "max trials",
+                    "questions",
+                    "|E_s|",
+                    "|S_imp|",
+                    "checks/q",
+                    "answered checks",
+                    "failed checks",
+                    "expansions/q",
+                    "changing expansions/q",
+                    "questions changed",
+                ],
+            );
+            for r in &self.methods {
+                let Some(n) = &r.navigation else { continue };
+                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {}/{} | {} | {:.2} | {:.2} | {}/{} |",
+                    r.method,
+                    trials,
+                    n.questions,
+                    n.start_entities,
+                    n.s_imp,
+                    n.checks,
+                    n.answered_checks,
+                    n.all_checks,
+                    n.failed_checks,
+                    n.expansions,
+                    n.changed_expansions,
+                    n.questions_changed,
+                    n.questions
+                );
+            }
+        }
         if let Some(c) = &self.common {
             let _ = writeln!(
                 s,
@@ -428,6 +743,7 @@ impl Report {
                 .iter()
                 .chain(score_cols)
                 .chain(&COST_COLUMNS)
+                .chain(&EVIDENCE_COLUMNS)
                 .copied()
                 .collect();
             table_header(&mut s, &cols);
@@ -435,7 +751,7 @@ impl Report {
                 let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} |",
                     r.method,
                     trials,
                     score,
@@ -444,7 +760,8 @@ impl Report {
                         r.calls_per_question,
                         r.prompt_tokens_per_question,
                         r.completion_tokens_per_question
-                    )
+                    ),
+                    r.evidence.cells()
                 );
             }
         }
@@ -484,6 +801,57 @@ impl Report {
                     // "-": the server did not say (or the builds predate the field).
                     share_cell(b.server_cached_share),
                     b.wall_secs_per_doc
+                );
+            }
+        }
+        if !self.graphs.is_empty() {
+            let _ = writeln!(s, "\n## QRMeM graphs (per document)\n");
+            let _ = writeln!(
+                s,
+                "Means over the builds that recorded diagnostics (builds made before they were \
+                 recorded are not counted). Entities per segment by source (an entity with several \
+                 sources counts under each); relations kept: both ends resolved, over those \
+                 extracted; edges: kept relations merged by entity pair; over-linked: entities \
+                 linked to more than 20% of the segments.\n"
+            );
+            table_header(
+                &mut s,
+                &[
+                    "memory",
+                    "builds with diagnostics",
+                    "entities/segment (schema, LLM, relation end)",
+                    "relations extracted",
+                    "kept %",
+                    "dropped: unresolved, self-loop, empty",
+                    "edges/segment",
+                    "entities with an edge % (LLM-extracted)",
+                    "median segments/entity",
+                    "over-linked entities",
+                ],
+            );
+            let opt = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.1}"));
+            for g in &self.graphs {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} of {} | {:.1} ({:.1}, {:.1}, {:.1}) | {:.1} | {:.0} | {}, {}, {} | {:.2} | {:.1} ({}) | {:.1} | {:.1} |",
+                    g.kind,
+                    g.documents,
+                    g.builds,
+                    g.entities_per_segment,
+                    g.schema_entities_per_segment,
+                    g.llm_entities_per_segment,
+                    g.relation_entities_per_segment,
+                    g.raw_relations_per_doc,
+                    100.0 * g.kept_share,
+                    opt(g.dropped_unresolved_per_doc),
+                    opt(g.dropped_self_loop_per_doc),
+                    opt(g.dropped_empty_per_doc),
+                    g.edges_per_segment,
+                    100.0 * g.entities_with_edge,
+                    g.llm_entities_with_edge
+                        .map_or("n/a".to_string(), |x| format!("{:.1}", 100.0 * x)),
+                    g.median_segments_per_entity,
+                    g.over_linked_entities_per_doc
                 );
             }
         }
@@ -546,6 +914,7 @@ mod tests {
             },
             wall_secs: wall,
             error: None,
+            graph: None,
         }
     }
 
@@ -572,6 +941,9 @@ mod tests {
             steps: 1,
             segments_used: vec![],
             step_failures: vec![],
+            final_segments: None,
+            spans: ContextSpans::default(),
+            nav: None,
         }
     }
 
@@ -591,7 +963,7 @@ mod tests {
             answer("q3", "b", 0.0, 30),
         ];
         let order = ["a".to_string(), "b".to_string()];
-        let r = build("t", "m", &results, &[], &order, vec![]);
+        let r = build("t", "m", &results, &[], &BTreeMap::new(), &order, vec![]);
         assert_eq!(r.methods[0].questions, 3);
         assert!((r.methods[0].f1 - 50.0).abs() < 1e-9);
         // 90 of a's 900 sent prompt tokens came from the server's cache; b's server said none.
@@ -627,7 +999,15 @@ mod tests {
             "{md}"
         );
         // The same questions everywhere: no paired table, and report.json keeps its old shape.
-        let same = build("t", "m", &results[1..], &[], &order, vec![]);
+        let same = build(
+            "t",
+            "m",
+            &results[1..],
+            &[],
+            &BTreeMap::new(),
+            &order,
+            vec![],
+        );
         assert_eq!(same.common, None);
         assert!(!same.to_markdown().contains("## On the"));
         let json = serde_json::to_value(&same).unwrap();
@@ -646,7 +1026,15 @@ mod tests {
         let mut failed = rec("b", 3, 500, 0, 5.0);
         failed.error = Some("the LLM went away".into());
         let retried = rec("b", 10, 6000, 3000, 120.0);
-        let r = build("t", "m", &[], &[first, again, failed, retried], &[], vec![]);
+        let r = build(
+            "t",
+            "m",
+            &[],
+            &[first, again, failed, retried],
+            &BTreeMap::new(),
+            &[],
+            vec![],
+        );
         assert_eq!(r.builds.len(), 1);
         let b = &r.builds[0];
         assert_eq!((b.documents, b.failures), (2, 0));

@@ -18,13 +18,15 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::datasets::QaItem;
+use super::evidence::ContextSpans;
 use super::metrics;
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service, StageStats};
-use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx};
-use crate::navigate::{Options, Window};
+use crate::memory::GraphDiagnostics;
+use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx, Prepared};
+use crate::navigate::{NavDiagnostics, Options, Trace, Window};
 use crate::progress::{self, eta_text};
 use crate::prompts::Prompts;
 use crate::text::count_tokens;
@@ -120,6 +122,17 @@ pub struct ResultRecord {
     pub segments_used: Vec<usize>,
     /// Steps that failed without stopping the answer.
     pub step_failures: Vec<String>,
+    /// The segment (leaf, chunk) indices of the final answer prompt (absent in rows recorded
+    /// before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_segments: Option<Vec<usize>>,
+    /// What the answerer was shown and the gold evidence (its fields sit at the row's top
+    /// level; absent in rows recorded before spans were: see `evidence::backfill`).
+    #[serde(flatten)]
+    pub spans: ContextSpans,
+    /// The graph navigators' diagnostics (|E_s|, |S_imp|, checks, expansions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nav: Option<NavDiagnostics>,
 }
 
 impl ResultRecord {
@@ -145,6 +158,9 @@ pub struct BuildRecord {
     pub cost: RowCost,
     pub wall_secs: f64,
     pub error: Option<String>,
+    /// The graph's diagnostics (QRMeM graph builds; absent in rows recorded before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphDiagnostics>,
 }
 
 /// The settings of a run.
@@ -159,6 +175,8 @@ pub struct EvalOptions {
     /// Show progress on stderr: bars on a terminal, one plain line per finished build and
     /// (item, method) pair otherwise (a run left in the background with its stderr in a log).
     pub progress: bool,
+    /// Keep every question's full trace as JSON in this directory.
+    pub trace_dir: Option<PathBuf>,
 }
 
 pub struct EvalCtx<'a> {
@@ -299,6 +317,11 @@ pub async fn run(
     }
 
     let store = MemoryDir::new(dir.join("memories"));
+    let trace_dir = &opts.trace_dir;
+    if let Some(d) = trace_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| EvalError::Empty(format!("cannot create {}: {e}", d.display())))?;
+    }
     let counters = std::sync::Mutex::new(RunSummary {
         skipped,
         ..RunSummary::default()
@@ -352,6 +375,7 @@ pub async fn run(
                         cost: RowCost::of(&cost),
                         wall_secs: t.elapsed().as_secs_f64(),
                         error: None,
+                        graph: None,
                     };
                     // Journaled: every failure, and every LLM-built memory (loaded ones and
                     // LLM-free indexes cost nothing worth a line).
@@ -361,6 +385,18 @@ pub async fn run(
                             rec.entities = m.entities();
                             rec.relations = m.relations();
                             rec.step_failures = m.failures();
+                            if let Prepared::Graph(g) = &m {
+                                if kind.needs_llm() {
+                                    rec.graph = Some(crate::memory::diagnose(g));
+                                }
+                            }
+                            if !m.covers(document) {
+                                say(&format!(
+                                    "warning: the {} memory of {} does not cover its document piece by piece; its rows get no spans",
+                                    kind.name(),
+                                    group[0].0.id
+                                ));
+                            }
                             let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
                             match origin {
                                 Origin::Built => c.memories_built += 1,
@@ -430,17 +466,41 @@ pub async fn run(
                             steps: 0,
                             segments_used: vec![],
                             step_failures: vec![],
+                            final_segments: None,
+                            spans: ContextSpans {
+                                gold_spans: item.gold_spans.clone(),
+                                ..ContextSpans::default()
+                            },
+                            nav: None,
                         };
                         match outcome {
                             Ok(trace) => {
                                 let (em, f1) = score(item, &trace.answer);
                                 rec.em = em;
                                 rec.f1 = f1;
-                                rec.prediction = trace.answer;
+                                rec.prediction = trace.answer.clone();
                                 rec.answered_by_check = trace.answered;
                                 rec.steps = trace.steps.len();
-                                rec.segments_used = trace.segments_used;
-                                rec.step_failures = trace.failures;
+                                rec.segments_used = trace.segments_used.clone();
+                                rec.step_failures = trace.failures.clone();
+                                rec.final_segments = Some(trace.final_segments.clone());
+                                let covered = memories
+                                    .get(&spec.memory_kind())
+                                    .is_some_and(|m| m.as_ref().is_ok_and(|m| m.covers(&item.context)));
+                                if covered {
+                                    rec.spans = ContextSpans::of(
+                                        &item.context,
+                                        trace.answer_spans.clone(),
+                                        trace.read_spans.clone(),
+                                        item.gold_spans.clone(),
+                                    );
+                                }
+                                rec.nav = trace.s_imp.map(|_| trace.diagnostics());
+                                if let Some(dir) = &trace_dir {
+                                    if let Err(e) = save_trace(dir, &rec, &trace) {
+                                        say(&format!("warning: {e}"));
+                                    }
+                                }
                             }
                             Err(e) => rec.error = Some(e),
                         }
@@ -475,6 +535,32 @@ pub async fn run(
     summary.ledger = ctx.llm.ledger().snapshot();
     summary.wall_secs = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Writes a question's full trace as `DIR/{item}--{method}[--t{trials}].json` (atomically).
+fn save_trace(dir: &Path, rec: &ResultRecord, trace: &Trace) -> Result<(), String> {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let trials = rec
+        .max_trials
+        .map(|t| format!("--t{t}"))
+        .unwrap_or_default();
+    let path = dir.join(format!(
+        "{}--{}{trials}.json",
+        clean(&rec.item),
+        clean(&rec.method)
+    ));
+    let json = serde_json::to_vec_pretty(trace).map_err(|e| e.to_string())?;
+    crate::fsutil::write_atomic(&path, &json)
 }
 
 /// The plain progress line of a finished build (`memory graph 3f2a9c1e (1 item): 41 requests, 612 s`).
@@ -587,6 +673,7 @@ mod tests {
             answers: answers.iter().map(|s| s.to_string()).collect(),
             gold_letter: letter.map(str::to_string),
             supporting: vec![],
+            gold_spans: None,
         }
     }
 
@@ -616,6 +703,9 @@ mod tests {
             steps: 0,
             segments_used: vec![],
             step_failures: vec![],
+            final_segments: None,
+            spans: ContextSpans::default(),
+            nav: None,
         };
         let line = result_line(&rec, &bar);
         assert!(

@@ -20,8 +20,8 @@ use thiserror::Error;
 use super::merge::{cluster, english_stemmer, normalize};
 use super::schema;
 use super::types::{
-    BuildParams, BuildStats, Entity, GeneratedQuestion, Memory, Relation, Source, StepFailure,
-    FORMAT, VERSION,
+    BuildParams, BuildStats, Entity, GeneratedQuestion, Memory, Relation, RelationDrops, Source,
+    StepFailure, FORMAT, VERSION,
 };
 use crate::config::Config;
 use crate::llm::{JsonSchema, Message, Service};
@@ -807,6 +807,7 @@ impl<'a> Builder<'a> {
                 .or_else(|| by_key.get(&normalize(&name, &stemmer)).copied())
         };
         let mut groups: BTreeMap<Pair, Vec<Resolved>> = BTreeMap::new();
+        let mut drops = RelationDrops::default();
         for r in outs.iter().flat_map(|o| o.relations.iter()) {
             stats.raw_relations += 1;
             match (resolve(&r.head), resolve(&r.tail)) {
@@ -814,9 +815,21 @@ impl<'a> Builder<'a> {
                     let key = if h < t { (h, t) } else { (t, h) };
                     groups.entry(key).or_default().push((h, t, r.clone()));
                 }
-                _ => stats.dropped_relations += 1,
+                (Some(h), Some(t)) => {
+                    stats.dropped_relations += 1;
+                    if h == t {
+                        drops.self_loop += 1;
+                    } else {
+                        drops.empty_description += 1;
+                    }
+                }
+                _ => {
+                    stats.dropped_relations += 1;
+                    drops.unresolved_end += 1;
+                }
             }
         }
+        stats.relation_drops = Some(drops);
         // Pairs with relations from two or more segments go through Relation Update.
         let mut plans: Vec<(Pair, PerSegment)> = Vec::new();
         for (key, rels) in &groups {

@@ -55,6 +55,7 @@ pub fn describe(memory: &Memory, top: usize) -> String {
         memory.questions.len(),
         st.rejected_questions
     );
+    s.push_str(&super::diagnostics::diagnose(memory).describe());
     let _ = writeln!(s, "failures:   {}", memory.failures.len());
     for f in &memory.failures {
         let seg = f

@@ -2,6 +2,7 @@
 //! schema-based extractor, persistence and export.
 
 mod build;
+pub mod diagnostics;
 pub mod export;
 mod inspect;
 pub mod merge;
@@ -10,6 +11,7 @@ pub mod store;
 mod types;
 
 pub use build::{BuildError, Builder};
+pub use diagnostics::{diagnose, GraphDiagnostics};
 pub use inspect::describe;
 pub use store::{load, save, StoreError};
 pub use types::*;

@@ -102,6 +102,20 @@ pub struct BuildStats {
     pub relation_updates: usize,
     /// Generated questions rejected by the ROUGE-L rule.
     pub rejected_questions: usize,
+    /// `dropped_relations` by cause (None in memories built before causes were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relation_drops: Option<RelationDrops>,
+}
+
+/// Why extracted relations were dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelationDrops {
+    /// The head or the tail resolved to no entity.
+    pub unresolved_end: usize,
+    /// Head and tail resolved to the same entity.
+    pub self_loop: usize,
+    /// The description was empty.
+    pub empty_description: usize,
 }
 
 /// Embedding vectors of a memory's segments and edges, computed once (`embed::index_memory`)

@@ -488,7 +488,7 @@ impl Garlic {
             .copied()
             .filter(|&n| self.nodes[n].level == 1)
             .collect();
-        Ok(Trace {
+        let mut trace = Trace {
             method: "garlic".into(),
             question: question.to_string(),
             answer,
@@ -503,7 +503,24 @@ impl Garlic {
             prompt_tokens: after.prompt_tokens - before.prompt_tokens,
             completion_tokens: after.completion_tokens - before.completion_tokens,
             failures: vec![],
-        })
+            answer_spans: vec![],
+            read_spans: vec![],
+            s_imp: None,
+        };
+        trace.set_spans(&self.node_spans());
+        Ok(trace)
+    }
+
+    /// The byte range of every node in the document: a level-1 node's chunk (they come first
+    /// and are consecutive segments of the document), an empty range for Information Points.
+    pub fn node_spans(&self) -> Vec<crate::text::Span> {
+        crate::text::span::consecutive(self.nodes.iter().map(|n| {
+            if n.level == 1 {
+                n.text.as_str()
+            } else {
+                ""
+            }
+        }))
     }
 }
 

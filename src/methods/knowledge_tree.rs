@@ -807,7 +807,7 @@ impl KnowledgeTree {
         };
         let after = llm.ledger().snapshot().total();
         let used: Vec<usize> = used.into_iter().collect();
-        Ok(Trace {
+        let mut trace = Trace {
             method: match self.variant {
                 Variant::KnowledgeTree => "knowledge-tree".into(),
                 Variant::MemWalker => "memwalker".into(),
@@ -831,7 +831,22 @@ impl KnowledgeTree {
             prompt_tokens: after.prompt_tokens - before.prompt_tokens,
             completion_tokens: after.completion_tokens - before.completion_tokens,
             failures: vec![],
-        })
+            answer_spans: vec![],
+            read_spans: vec![],
+            s_imp: None,
+        };
+        trace.set_spans(&self.node_spans());
+        Ok(trace)
+    }
+
+    /// The byte range of every node in the document: a leaf's chunk (leaves come first and are
+    /// consecutive segments of the document), an empty range for branches and the root.
+    pub fn node_spans(&self) -> Vec<crate::text::Span> {
+        crate::text::span::consecutive(
+            self.nodes
+                .iter()
+                .map(|n| n.content.as_deref().unwrap_or_default()),
+        )
     }
 }
 

@@ -10,7 +10,8 @@ mod store;
 pub mod summary_tree;
 
 pub use spec::{
-    answer as run, prepare, MemoryKind, MethodError, MethodSpec, PrepareCtx, METHOD_NAMES,
+    answer as run, load_prepared, prepare, MemoryKind, MethodError, MethodSpec, PrepareCtx,
+    Prepared, METHOD_NAMES,
 };
 pub use store::{MemoryDir, Origin};
 
@@ -24,6 +25,7 @@ use crate::navigate::{
     answer_from, option_letter, with_options, NavigateError, Step, Trace, Window,
 };
 use crate::prompts::{PromptId, Prompts};
+use crate::text::span::{self, Span};
 use crate::text::{count_tokens, truncate_tokens, Bm25};
 
 /// A baseline method.
@@ -115,12 +117,8 @@ pub async fn answer(
             (text, shown, format!("top {k}: {top:?}"))
         }
         Baseline::VanillaLeft | Baseline::VanillaRight => {
-            let overhead = count_tokens(
-                &prompts.render(PromptId::Answer, &[("segments", ""), ("question", &q)])?,
-            );
-            let budget = window.prompt_budget().saturating_sub(overhead);
             let from_end = baseline == Baseline::VanillaRight;
-            let text = truncate_tokens(&document, budget, from_end);
+            let (text, budget) = vanilla_text(prompts, window, &document, &q, from_end)?;
             (
                 text,
                 Vec::new(),
@@ -138,13 +136,15 @@ pub async fn answer(
         ),
     };
     let (answer, reasoning) = answer_from(llm, prompts, &q, &text).await?;
+    let truncated = matches!(baseline, Baseline::VanillaLeft | Baseline::VanillaRight)
+        .then(|| vanilla_span(&document, &text, baseline == Baseline::VanillaRight));
     let after = llm.ledger().snapshot().total();
     let answer = if options.is_empty() {
         answer.trim().to_string()
     } else {
         option_letter(&answer, options)
     };
-    Ok(Trace {
+    let mut trace = Trace {
         method: baseline.to_string(),
         question: question.to_string(),
         answer,
@@ -165,7 +165,60 @@ pub async fn answer(
         prompt_tokens: after.prompt_tokens - before.prompt_tokens,
         completion_tokens: after.completion_tokens - before.completion_tokens,
         failures: vec![],
-    })
+        answer_spans: vec![],
+        read_spans: vec![],
+        s_imp: None,
+    };
+    match truncated {
+        Some(span) => {
+            trace.answer_spans = span::merge(vec![span]);
+            trace.read_spans = trace.answer_spans.clone();
+        }
+        None => trace.set_spans(&segment_spans(memory)),
+    }
+    Ok(trace)
+}
+
+/// The byte range of every segment of `memory`.
+pub fn segment_spans(memory: &Memory) -> Vec<Span> {
+    memory.segments.iter().map(|s| (s.start, s.end)).collect()
+}
+
+/// What vanilla-left (or, `from_end`, vanilla-right) shows of `document` for the question `q`
+/// (with its options): the document truncated to the answer prompt's room in the window, and
+/// that room in tokens.
+pub fn vanilla_text(
+    prompts: &Prompts,
+    window: Window,
+    document: &str,
+    q: &str,
+    from_end: bool,
+) -> Result<(String, usize), NavigateError> {
+    let overhead =
+        count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
+    let budget = window.prompt_budget().saturating_sub(overhead);
+    Ok((truncate_tokens(document, budget, from_end), budget))
+}
+
+/// The byte range of `document` that the truncated `text` shows: a prefix (or, `from_end`, a
+/// suffix), as long as the part `text` and `document` share.
+pub fn vanilla_span(document: &str, text: &str, from_end: bool) -> Span {
+    if from_end {
+        let shared = document
+            .bytes()
+            .rev()
+            .zip(text.bytes().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        (document.len() - shared, document.len())
+    } else {
+        let shared = document
+            .bytes()
+            .zip(text.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        (0, shared)
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
 use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
 use crate::prompts::{PromptId, Prompts};
+use crate::text::Span;
 
 use super::garlic::{Garlic, GarlicCtx, GarlicError, GarlicParams};
 use super::knowledge_tree::{BuildCtx, KnowledgeTree, KtError, KtParams, Variant};
@@ -248,6 +249,53 @@ impl Prepared {
             Prepared::Garlic(g) => g.nodes.iter().filter(|n| n.level > 1).count(),
         }
     }
+    /// The byte range in the document of every unit a trace's segment indices refer to:
+    /// segments (the graph and the baselines), leaves (summary tree), nodes (knowledge tree,
+    /// MemWalker, GARLIC: empty ranges for summary nodes).
+    pub fn unit_spans(&self) -> Vec<Span> {
+        match self {
+            Prepared::Graph(m) => super::segment_spans(m),
+            Prepared::Tree(t) => t.leaf_spans(),
+            Prepared::Kt(t) => t.node_spans(),
+            Prepared::Garlic(g) => g.node_spans(),
+        }
+    }
+
+    /// The text of every unit of [`Prepared::unit_spans`] (empty for summary nodes).
+    pub fn unit_texts(&self) -> Vec<String> {
+        match self {
+            Prepared::Graph(m) => m.segments.iter().map(|s| s.text.clone()).collect(),
+            Prepared::Tree(t) => t.leaves.clone(),
+            Prepared::Kt(t) => t
+                .nodes
+                .iter()
+                .map(|n| n.content.clone().unwrap_or_default())
+                .collect(),
+            Prepared::Garlic(g) => g
+                .nodes
+                .iter()
+                .map(|n| {
+                    if n.level == 1 {
+                        n.text.clone()
+                    } else {
+                        String::new()
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether the units are `document`'s own pieces at their spans (what a trace's spans
+    /// assume: a chunker that dropped a blank piece would shift them).
+    pub fn covers(&self, document: &str) -> bool {
+        let spans = self.unit_spans();
+        spans.iter().map(|s| s.1).max() == Some(document.len())
+            && spans
+                .iter()
+                .zip(self.unit_texts())
+                .all(|(&(a, b), t)| a == b || document.get(a..b) == Some(t.as_str()))
+    }
+
     /// Build steps that failed and were recorded.
     pub fn failures(&self) -> usize {
         match self {
@@ -256,6 +304,25 @@ impl Prepared {
             Prepared::Kt(t) => t.failures.len(),
             Prepared::Garlic(g) => g.failures.len(),
         }
+    }
+}
+
+/// Reads a saved memory of `kind` (the loader is chosen by the kind).
+pub fn load_prepared(kind: MemoryKind, path: &std::path::Path) -> Result<Prepared, String> {
+    match kind {
+        MemoryKind::SummaryTree => super::summary_tree::load(path)
+            .map(|t| Prepared::Tree(Box::new(t)))
+            .map_err(|e| e.to_string()),
+        MemoryKind::Garlic => super::garlic::load(path).map(|g| Prepared::Garlic(Box::new(g))),
+        MemoryKind::KnowledgeTree | MemoryKind::MemWalker => {
+            super::knowledge_tree::load(path).map(|t| Prepared::Kt(Box::new(t)))
+        }
+        MemoryKind::Graph
+        | MemoryKind::NoGraphUpdate
+        | MemoryKind::NoOpenEntity
+        | MemoryKind::Segments => crate::memory::load(path)
+            .map(|m| Prepared::Graph(Box::new(m)))
+            .map_err(|e| e.to_string()),
     }
 }
 

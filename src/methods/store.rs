@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::spec::{prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
+use super::spec::{load_prepared, prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
 use super::{garlic, knowledge_tree, summary_tree};
 
 /// Where a memory came from.
@@ -95,20 +95,7 @@ impl MemoryDir {
         };
         let _guard = lock.lock().await;
         if path.exists() {
-            let loaded = if kind == MemoryKind::SummaryTree {
-                summary_tree::load(&path)
-                    .map(|t| Prepared::Tree(Box::new(t)))
-                    .map_err(|e| e.to_string())
-            } else if kind == MemoryKind::Garlic {
-                garlic::load(&path).map(|g| Prepared::Garlic(Box::new(g)))
-            } else if matches!(kind, MemoryKind::KnowledgeTree | MemoryKind::MemWalker) {
-                knowledge_tree::load(&path).map(|t| Prepared::Kt(Box::new(t)))
-            } else {
-                crate::memory::load(&path)
-                    .map(|m| Prepared::Graph(Box::new(m)))
-                    .map_err(|e| e.to_string())
-            };
-            match loaded {
+            match load_prepared(kind, &path) {
                 Ok(m) => return Ok((m, Origin::Loaded)),
                 Err(e) => tracing::warn!("{e}; building it again"),
             }

@@ -423,7 +423,7 @@ impl SummaryTree {
             ..Step::default()
         });
         let after = llm.ledger().snapshot().total();
-        Ok(Trace {
+        let mut trace = Trace {
             method: "summary-tree".into(),
             question: question.to_string(),
             answer,
@@ -438,7 +438,18 @@ impl SummaryTree {
             prompt_tokens: after.prompt_tokens - before.prompt_tokens,
             completion_tokens: after.completion_tokens - before.completion_tokens,
             failures,
-        })
+            answer_spans: vec![],
+            read_spans: vec![],
+            s_imp: None,
+        };
+        trace.set_spans(&self.leaf_spans());
+        Ok(trace)
+    }
+
+    /// The byte range of every leaf in the text the tree was built from (its documents, in
+    /// order: leaves are segments, which cover their document exactly).
+    pub fn leaf_spans(&self) -> Vec<crate::text::Span> {
+        crate::text::span::consecutive(self.leaves.iter().map(String::as_str))
     }
 
     /// The cut as the cut prompt shows it: numbered, leaves marked ineligible.

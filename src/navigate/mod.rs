@@ -25,6 +25,7 @@ use crate::llm::{JsonSchema, LedgerSnapshot, Message, Service};
 use crate::memory::merge::{english_stemmer, normalize, same_entity};
 use crate::memory::Memory;
 use crate::prompts::{PromptError, PromptId, Prompts};
+use crate::text::span::{self, Span};
 
 #[derive(Debug, Error)]
 pub enum NavigateError {
@@ -134,6 +135,33 @@ pub struct Step {
     pub note: String,
 }
 
+/// One answerability check as the diagnostics record it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    /// The segments the check's prompt showed.
+    pub segments: Vec<usize>,
+    /// -2 answered, -1 cannot answer (a failed check counts as -1).
+    pub action: Option<i32>,
+    /// The reply never parsed (counted as -1).
+    #[serde(default)]
+    pub failed: bool,
+}
+
+/// Per-question navigation diagnostics (a `results.jsonl` row's `nav`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NavDiagnostics {
+    /// |E_s|: the entities linked from the question.
+    pub start_entities: usize,
+    /// |S_imp| before the window was applied.
+    pub s_imp: Option<usize>,
+    /// Every answerability check, in order.
+    pub checks: Vec<CheckRecord>,
+    /// Expansion steps taken (KN's trials, GES's iterations, TE's entity updates).
+    pub expansions: usize,
+    /// Of those, the ones after which the next prompt showed another set of segments.
+    pub expansions_changed: usize,
+}
+
 /// What `ask` returns: the answer and its trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
@@ -158,9 +186,71 @@ pub struct Trace {
     pub completion_tokens: u64,
     /// Steps that failed and were recorded (navigation went on).
     pub failures: Vec<String>,
+    /// The byte ranges of the document shown verbatim in the final answer prompt (merged).
+    /// Summaries are not spans of the document and are not counted.
+    #[serde(default)]
+    pub answer_spans: Vec<Span>,
+    /// The byte ranges of the document shown in any prompt of this question, the answer's
+    /// included (merged).
+    #[serde(default)]
+    pub read_spans: Vec<Span>,
+    /// |S_imp| before the window was applied (the graph navigators; None for other methods).
+    #[serde(default)]
+    pub s_imp: Option<usize>,
 }
 
 impl Trace {
+    /// Sets `answer_spans` and `read_spans` from `final_segments` and `segments_used`, given
+    /// the byte range of every unit (segment, leaf, chunk) those indices refer to.
+    pub fn set_spans(&mut self, units: &[Span]) {
+        self.answer_spans = span::of_indices(units, &self.final_segments);
+        self.read_spans = span::of_indices(units, &self.segments_used);
+    }
+
+    /// The navigation diagnostics of this trace: |E_s|, |S_imp|, the segments shown at each
+    /// check and its verdict, and how many expansions changed what the next prompt showed.
+    pub fn diagnostics(&self) -> NavDiagnostics {
+        let mut checks = Vec::new();
+        let mut expansions = 0;
+        let mut changed = 0;
+        let mut shown: Option<&Vec<usize>> = None;
+        let mut pending = false;
+        for st in &self.steps {
+            match st.kind.as_str() {
+                "answerability" | "answer" => {
+                    if pending && shown != Some(&st.segments) {
+                        changed += 1;
+                    }
+                    pending = false;
+                    shown = Some(&st.segments);
+                    if st.kind == "answerability" {
+                        checks.push(CheckRecord {
+                            segments: st.segments.clone(),
+                            action: st.action,
+                            failed: st.note == "check failed",
+                        });
+                    }
+                }
+                "expand" | "ges_expand" | "te_update"
+                    if !st.note.starts_with("no adjacent entities") =>
+                {
+                    // An expansion whose set no check showed (KN skips the check of an
+                    // unchanged S_mix) changed nothing.
+                    expansions += 1;
+                    pending = true;
+                }
+                _ => {}
+            }
+        }
+        NavDiagnostics {
+            start_entities: self.start_entities.len(),
+            s_imp: self.s_imp,
+            checks,
+            expansions,
+            expansions_changed: changed,
+        }
+    }
+
     /// The readable summary the CLI prints.
     pub fn summary(&self) -> String {
         let mut s = format!(
@@ -263,6 +353,8 @@ pub(crate) struct Run {
     pub steps: Vec<Step>,
     pub used: BTreeSet<usize>,
     pub failures: Vec<String>,
+    /// |S_imp| before the window (set by the navigator).
+    pub s_imp: Option<usize>,
 }
 
 impl Run {
@@ -304,8 +396,10 @@ impl<'a> Navigator<'a> {
             steps: Vec::new(),
             used: BTreeSet::new(),
             failures: Vec::new(),
+            s_imp: None,
         };
         let start = self.start(&mut run).await?;
+        run.s_imp = Some(self.segments_of(&start).len());
         let start_names = self.names(&start);
         let outcome = match self.opts.method {
             Method::Kn => self.kn(&mut run, &start).await?,
@@ -319,7 +413,7 @@ impl<'a> Navigator<'a> {
         } else {
             option_letter(&outcome.answer, options)
         };
-        Ok(Trace {
+        let mut trace = Trace {
             method: self.opts.method.to_string(),
             question: question.to_string(),
             answer,
@@ -338,7 +432,18 @@ impl<'a> Navigator<'a> {
             prompt_tokens,
             completion_tokens,
             failures: run.failures,
-        })
+            answer_spans: vec![],
+            read_spans: vec![],
+            s_imp: run.s_imp,
+        };
+        let units: Vec<Span> = self
+            .memory
+            .segments
+            .iter()
+            .map(|s| (s.start, s.end))
+            .collect();
+        trace.set_spans(&units);
+        Ok(trace)
     }
 
     pub(crate) fn names(&self, nodes: &BTreeSet<NodeIndex>) -> Vec<String> {
@@ -786,6 +891,88 @@ pub(crate) fn add_scored(s_add: &mut BTreeMap<usize, f32>, segment: usize, score
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn step(kind: &str, segments: &[usize], action: Option<i32>, note: &str) -> Step {
+        Step {
+            kind: kind.into(),
+            segments: segments.to_vec(),
+            action,
+            note: note.into(),
+            ..Step::default()
+        }
+    }
+
+    #[test]
+    fn diagnostics_count_checks_and_the_expansions_that_changed_the_shown_set() {
+        // KN: a check, an expansion that changed nothing (KN skipped the check of the same
+        // S_mix), one that added segment 7, a failed check, an expansion with nothing left to
+        // expand, then the answer from a set different from the last check's.
+        let steps = vec![
+            step("start", &[], None, ""),
+            step("answerability", &[0, 1], Some(-1), ""),
+            step("expand", &[], None, "trial 1"),
+            step("expand", &[], None, "trial 2"),
+            step("answerability", &[0, 1, 7], Some(-1), "check failed"),
+            step("expand", &[], None, "trial 3"),
+            step("expand", &[], None, "no adjacent entities left"),
+            step("answer", &[0, 1, 9], None, ""),
+        ];
+        let trace = Trace {
+            method: "kn".into(),
+            question: "q".into(),
+            answer: "a".into(),
+            answered: false,
+            reasoning: String::new(),
+            start_entities: vec!["A".into(), "B".into()],
+            steps,
+            segments_used: vec![0, 1, 7, 9],
+            final_segments: vec![0, 1, 9],
+            requests: 0,
+            cache_hits: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            failures: vec![],
+            answer_spans: vec![],
+            read_spans: vec![],
+            s_imp: Some(12),
+        };
+        let d = trace.diagnostics();
+        assert_eq!((d.start_entities, d.s_imp), (2, Some(12)));
+        assert_eq!(
+            d.checks,
+            vec![
+                CheckRecord {
+                    segments: vec![0, 1],
+                    action: Some(-1),
+                    failed: false
+                },
+                CheckRecord {
+                    segments: vec![0, 1, 7],
+                    action: Some(-1),
+                    failed: true
+                },
+            ]
+        );
+        // Trials 1-3 (not the "no adjacent" step); trial 2 changed the next check's set and
+        // trial 3 the answer's; trial 1 changed nothing.
+        assert_eq!((d.expansions, d.expansions_changed), (3, 2));
+        // Spans from the units: segments 0 and 1 touch, 9 stands alone.
+        let mut t = trace;
+        t.set_spans(&[
+            (0, 10),
+            (10, 20),
+            (20, 30),
+            (30, 40),
+            (40, 50),
+            (50, 60),
+            (60, 70),
+            (70, 80),
+            (80, 90),
+            (90, 95),
+        ]);
+        assert_eq!(t.answer_spans, vec![(0, 20), (90, 95)]);
+        assert_eq!(t.read_spans, vec![(0, 20), (70, 80), (90, 95)]);
+    }
 
     #[test]
     fn template_echoes_are_not_answers() {
