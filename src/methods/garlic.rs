@@ -503,9 +503,7 @@ impl Garlic {
             prompt_tokens: after.prompt_tokens - before.prompt_tokens,
             completion_tokens: after.completion_tokens - before.completion_tokens,
             failures: vec![],
-            answer_spans: vec![],
-            read_spans: vec![],
-            s_imp: None,
+            ..Trace::default()
         };
         trace.set_spans(&self.node_spans());
         Ok(trace)

@@ -165,9 +165,7 @@ pub async fn answer(
         prompt_tokens: after.prompt_tokens - before.prompt_tokens,
         completion_tokens: after.completion_tokens - before.completion_tokens,
         failures: vec![],
-        answer_spans: vec![],
-        read_spans: vec![],
-        s_imp: None,
+        ..Trace::default()
     };
     match truncated {
         Some(span) => {

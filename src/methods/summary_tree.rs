@@ -438,9 +438,7 @@ impl SummaryTree {
             prompt_tokens: after.prompt_tokens - before.prompt_tokens,
             completion_tokens: after.completion_tokens - before.completion_tokens,
             failures,
-            answer_spans: vec![],
-            read_spans: vec![],
-            s_imp: None,
+            ..Trace::default()
         };
         trace.set_spans(&self.leaf_spans());
         Ok(trace)

@@ -163,7 +163,7 @@ pub struct NavDiagnostics {
 }
 
 /// What `ask` returns: the answer and its trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     /// kn, ges, te, or a baseline's name (bm25-top3, ...).
     pub method: String,
