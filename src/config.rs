@@ -632,16 +632,33 @@ mod tests {
 
     #[test]
     fn invalid_values_are_rejected() {
-        for text in [
-            "[llm]\nbase_urls = []\n",
-            "[llm]\nbase_urls = [\"localhost:8080\"]\n",
-            "[llm]\nconcurrency = 0\n",
-            "[navigate]\nmethod = \"bfs\"\n",
-            "[navigate]\nreply_tokens = 5000\n",
+        // Each error names the file and the key, and says what is wrong.
+        let file = ConfigSource::File(PathBuf::from("/etc/qrmem-test.toml"));
+        for (text, key, why) in [
+            (
+                "[llm]\nbase_urls = []\n",
+                "llm.base_urls",
+                "at least one URL",
+            ),
+            (
+                "[llm]\nbase_urls = [\"localhost:8080\"]\n",
+                "llm.base_urls",
+                "'localhost:8080' is not an http(s) URL",
+            ),
+            ("[llm]\nconcurrency = 0\n", "llm.concurrency", "at least 1"),
+            ("[navigate]\nmethod = \"bfs\"\n", "navigate.method", "bfs"),
+            (
+                "[navigate]\nreply_tokens = 5000\n",
+                "navigate.reply_tokens",
+                "",
+            ),
         ] {
+            let err = Config::from_toml_and_env(text, &file, &[])
+                .unwrap_err()
+                .to_string();
             assert!(
-                Config::from_toml_and_env(text, &ConfigSource::Defaults, &[]).is_err(),
-                "{text}"
+                err.contains("/etc/qrmem-test.toml") && err.contains(key) && err.contains(why),
+                "{text}: {err}"
             );
         }
     }

@@ -1,5 +1,7 @@
 //! Dataset loaders on the real data in ../shared/data and on fixtures in the published formats.
 
+mod common;
+
 use std::path::PathBuf;
 
 use qrmem::eval::datasets::{
@@ -8,16 +10,7 @@ use qrmem::eval::datasets::{
 use qrmem::eval::metrics::{hotpot_f1, longbench_f1};
 
 fn shared(rel: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("QRMEM_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let p = base.join(rel);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("SKIPPED: {} not found", p.display());
-        None
-    }
+    common::shared_data(rel)
 }
 
 #[test]
@@ -43,25 +36,31 @@ fn hotpotqa_distractor_dev() {
 
 #[test]
 fn leval_quality_and_qasper() {
-    if let Some(p) = shared("quality/quality_dev5.jsonl") {
-        let items = load_leval(&p, "quality").unwrap();
-        assert_eq!(items.len(), 64);
-        assert!(
-            items
-                .iter()
-                .all(|i| i.options.len() == 4 && i.gold_letter.is_some()),
-            "every question has 4 options and a letter"
-        );
-        assert_eq!(items[0].gold_letter.as_deref(), Some("C"));
-        assert_eq!(items[0].options[2], "He was reduced to particles");
-    }
-    if let Some(p) = shared("qasper/qasper_dev8.jsonl") {
-        let items = load_leval(&p, "qasper").unwrap();
-        assert_eq!(items.len(), 66);
-        assert!(items
+    let (Some(quality), Some(qasper)) = (
+        shared("quality/quality_dev5.jsonl"),
+        shared("qasper/qasper_dev8.jsonl"),
+    ) else {
+        return;
+    };
+    let items = load_leval(&quality, "quality").unwrap();
+    assert_eq!(items.len(), 64);
+    assert!(
+        items
             .iter()
-            .all(|i| i.gold_letter.is_none() && !i.answers[0].is_empty()));
-    }
+            .all(|i| i.options.len() == 4 && i.gold_letter.is_some()),
+        "every question has 4 options and a letter"
+    );
+    assert_eq!(items[0].gold_letter.as_deref(), Some("C"));
+    assert_eq!(items[0].options[2], "He was reduced to particles");
+    assert!(
+        items.iter().all(|i| i.gold_spans.is_none()),
+        "no gold evidence: n/a"
+    );
+    let items = load_leval(&qasper, "qasper").unwrap();
+    assert_eq!(items.len(), 66);
+    assert!(items
+        .iter()
+        .all(|i| i.gold_letter.is_none() && !i.answers[0].is_empty()));
 }
 
 #[test]

@@ -186,7 +186,20 @@ async fn a_resumed_run_reports_what_an_uninterrupted_run_does() {
     assert_eq!(expected.sweep()["kn"].len(), 2);
     assert_eq!(expected.builds.len(), 1);
     assert_eq!(expected.builds[0].documents, 3);
-    assert!(expected.builds[0].tokens_per_document_token >= 0.0);
+    // The graphs' tokens over their documents' tokens, summed over the three build rows.
+    let (mut spent, mut doc_tokens) = (0.0, 0.0);
+    for l in std::fs::read_to_string(whole.path().join("builds.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let b: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(b["kind"], "graph");
+        spent += b["prompt_tokens"].as_f64().unwrap() + b["completion_tokens"].as_f64().unwrap();
+        doc_tokens += b["document_tokens"].as_f64().unwrap();
+    }
+    assert!(spent > 0.0);
+    let ratio = expected.builds[0].tokens_per_document_token;
+    assert!((ratio - spent / doc_tokens).abs() < 1e-9, "{ratio}");
 
     // Interrupted: only the first item finished, then a crash tore the next line.
     let resumed = tempfile::tempdir().unwrap();

@@ -297,19 +297,11 @@ async fn ges_stops_when_no_edge_passes_the_threshold() {
     o.ges_threshold = -1.0;
     let (t, _) = ask(&m, o, vec![]).await;
     let expands: Vec<_> = t.steps.iter().filter(|s| s.kind == "ges_expand").collect();
+    // Iteration 1 reaches Beta and Gamma, 2 reaches Delta (through Beta), 3 finds nothing new.
+    assert_eq!(expands.len(), 3);
     assert_eq!(expands[0].entities, vec!["Alpha", "Beta", "Gamma"]);
-    assert!(
-        expands
-            .last()
-            .unwrap()
-            .note
-            .contains("no adjacent entities left")
-            || expands.len() == 3
-    );
-    assert!(t
-        .steps
-        .iter()
-        .any(|s| s.entities.contains(&"Delta".to_string())));
+    assert_eq!(expands[1].entities, vec!["Alpha", "Beta", "Gamma", "Delta"]);
+    assert_eq!(expands[2].note, "no adjacent entities left");
 }
 
 #[tokio::test]
@@ -426,6 +418,33 @@ async fn baselines_share_the_answer_prompt_and_the_window() {
     let (t, llm) = baseline(&m, "full", 4096).await;
     assert_eq!(t.final_segments, vec![0, 1, 2, 3, 4]);
     assert!(prompt_of(&llm.received()[0]).contains("Epsilon is unrelated"));
+
+    // The shared answer prompt: every baseline's prompt, and KN's final answer, is
+    // prompts/answer.txt around its segments and the question.
+    let prompts = Prompts::load().unwrap();
+    let template = prompts
+        .render(
+            qrmem::prompts::PromptId::Answer,
+            &[("segments", "\u{0}"), ("question", QUESTION)],
+        )
+        .unwrap();
+    let (head, tail) = template.split_once('\u{0}').unwrap();
+    let shares = |p: &str| p.starts_with(head) && p.ends_with(tail);
+    for b in [
+        "bm25-top1",
+        "contriever-top2",
+        "vanilla-left",
+        "vanilla-right",
+        "full",
+    ] {
+        let (_, llm) = baseline(&m, b, 4096).await;
+        let p = prompt_of(&llm.received()[0]);
+        assert!(shares(&p), "{b} does not use the answer prompt:\n{p}");
+    }
+    let (t, llm) = ask(&m, options(Method::Kn, 4096, 1), vec![CANNOT, CANNOT]).await;
+    assert_eq!(t.steps.last().unwrap().kind, "answer");
+    let last = prompt_of(llm.received().last().unwrap());
+    assert!(shares(&last), "KN's final answer prompt:\n{last}");
 
     // Truncation: with 300-word segments only about one fits; left keeps the start, right the end.
     let m = memory(300);

@@ -198,6 +198,23 @@ mod tests {
             schema: serde_json::json!({"type": "object"}),
         });
         assert_ne!(base, CacheKey::for_request("m", &with_schema));
+        // Another schema (the response format the server is asked for) is another key.
+        let mut other_schema = with_schema.clone();
+        other_schema.schema.as_mut().unwrap().schema = serde_json::json!({"type": "array"});
+        assert_ne!(
+            CacheKey::for_request("m", &with_schema),
+            CacheKey::for_request("m", &other_schema)
+        );
+        let mut longer = request("hi", 0.0);
+        longer.sampling.max_tokens = 65;
+        assert_ne!(base, CacheKey::for_request("m", &longer));
+        let mut penalised = request("hi", 0.0);
+        penalised.sampling.frequency_penalty = 0.0;
+        assert_ne!(base, CacheKey::for_request("m", &penalised));
+        // The same text from another role is another conversation.
+        let mut system = request("hi", 0.0);
+        system.messages = vec![Message::system("hi")];
+        assert_ne!(base, CacheKey::for_request("m", &system));
         assert_eq!(base.as_str().len(), 64);
     }
 

@@ -868,9 +868,15 @@ mod tests {
         for n in 5..200 {
             let g = groups(n, 5, 8);
             assert_eq!(g.iter().map(|r| r.len()).sum::<usize>(), n);
-            // 9 cannot be split into groups of 5-8: it stays one group.
-            let max = if n == 9 { 9 } else { 8 };
-            assert!(g.iter().all(|r| (5..=max).contains(&r.len())), "{n}: {g:?}");
+            // Consecutive and in order.
+            assert!(g.windows(2).all(|w| w[0].end == w[1].start), "{n}: {g:?}");
+            if n == 9 {
+                // 9 cannot be split into groups of 5-8 (5 + 4 leaves one short): it stays one
+                // group, the one documented exception.
+                assert_eq!(g, vec![0..9]);
+            } else {
+                assert!(g.iter().all(|r| (5..=8).contains(&r.len())), "{n}: {g:?}");
+            }
         }
         assert_eq!(groups(3, 5, 8), vec![0..3]);
         assert!(groups(0, 5, 8).is_empty());

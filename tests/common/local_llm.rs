@@ -58,9 +58,14 @@ pub fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// The running local LLM, or None (with a message) when it is not installed and not required.
+/// A server that failed to start fails every test that asks, at once and with the first
+/// failure's message: the start is tried once per test binary, never once per test.
 pub fn local_llm() -> Option<&'static LocalLlm> {
-    static LLM: OnceLock<Option<LocalLlm>> = OnceLock::new();
-    LLM.get_or_init(start).as_ref()
+    static LLM: OnceLock<Result<Option<LocalLlm>, String>> = OnceLock::new();
+    match LLM.get_or_init(start) {
+        Ok(llm) => llm.as_ref(),
+        Err(e) => panic!("{e}"),
+    }
 }
 
 fn required() -> bool {
@@ -69,18 +74,18 @@ fn required() -> bool {
         .unwrap_or(false)
 }
 
-fn start() -> Option<LocalLlm> {
+fn start() -> Result<Option<LocalLlm>, String> {
     let key = std::env::var("QRMEM_TEST_MODEL").unwrap_or_else(|_| "0.5b".into());
     let (_, file, alias) = MODELS
         .iter()
         .find(|(k, _, _)| *k == key)
         .unwrap_or_else(|| panic!("QRMEM_TEST_MODEL={key}: expected 0.5b, 1.5b or 135m"));
     if let Ok(url) = std::env::var("QRMEM_TEST_LLM_URL") {
-        return Some(LocalLlm {
+        return Ok(Some(LocalLlm {
             base_url: url,
             model: alias.to_string(),
             _child: None,
-        });
+        }));
     }
     let home = qrmem_home();
     let server = home.join("bin/llama-server");
@@ -92,10 +97,10 @@ fn start() -> Option<LocalLlm> {
             model.display()
         );
         if required() {
-            panic!("{msg} (QRMEM_REQUIRE_LLM=1)");
+            return Err(format!("{msg} (QRMEM_REQUIRE_LLM=1)"));
         }
         eprintln!("SKIPPED real-LLM test: {msg}");
-        return None;
+        return Ok(None);
     }
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -104,9 +109,11 @@ fn start() -> Option<LocalLlm> {
         .port();
     let log = std::env::temp_dir().join(format!("qrmem-test-llama-{port}.log"));
     let threads = std::env::var("QRMEM_TEST_LLM_THREADS").unwrap_or_else(|_| "2".into());
+    // The wrapper exits with the server (so `try_wait` sees a server that died), and stops it
+    // when the test process's pipe closes.
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(r#"log="$1"; shift; "$@" >"$log" 2>&1 & s=$!; cat >/dev/null; kill $s 2>/dev/null; wait $s"#)
+        .arg(r#"log="$1"; shift; "$@" >"$log" 2>&1 & s=$!; (cat >/dev/null; kill $s 2>/dev/null) & wait $s"#)
         .arg("sh")
         .arg(&log)
         .arg(&server)
@@ -121,28 +128,34 @@ fn start() -> Option<LocalLlm> {
         .spawn()
         .expect("spawn llama-server wrapper");
     let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(180) {
+    let failure = loop {
         if health(port) {
             eprintln!(
                 "local LLM up on port {port} after {:.1} s",
                 started.elapsed().as_secs_f64()
             );
-            return Some(LocalLlm {
+            return Ok(Some(LocalLlm {
                 base_url: format!("http://127.0.0.1:{port}/v1"),
                 model: alias.to_string(),
                 _child: Some(Mutex::new(child)),
-            });
+            }));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!(
+                "llama-server exited during start ({status}) after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if started.elapsed() >= Duration::from_secs(180) {
+            break "llama-server did not become healthy in 180 s".to_string();
         }
         std::thread::sleep(Duration::from_millis(250));
-    }
+    };
+    // Closing the pipe makes the wrapper stop the server (if it still runs) and exit.
     drop(child.stdin.take());
     let _ = child.wait();
     let tail = std::fs::read_to_string(&log).unwrap_or_default();
-    panic!(
-        "llama-server did not become healthy in 180 s; log {}:\n{}",
-        log.display(),
-        tail
-    );
+    Err(format!("{failure}; log {}:\n{tail}", log.display()))
 }
 
 fn health(port: u16) -> bool {

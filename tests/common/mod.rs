@@ -26,3 +26,24 @@ pub fn embedder_model_dir() -> Option<std::path::PathBuf> {
     eprintln!("SKIPPED: {msg}");
     None
 }
+
+/// A file of the evaluation data (`QRMEM_DATA_DIR`, else `../shared/data` beside the
+/// repository), or None, with a message, when it is missing and `QRMEM_REQUIRE_LLM` is not 1
+/// (CI sets it, and then missing data fails the test instead of skipping it silently).
+pub fn shared_data(rel: &str) -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("QRMEM_DATA_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data")
+        });
+    let p = base.join(rel);
+    if p.is_file() {
+        return Some(p);
+    }
+    let msg = format!("no evaluation data at {}", p.display());
+    if std::env::var("QRMEM_REQUIRE_LLM").as_deref() == Ok("1") {
+        panic!("{msg} (QRMEM_REQUIRE_LLM=1: CI needs ../shared/data)");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
