@@ -434,3 +434,46 @@ async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
         first
     );
 }
+
+#[tokio::test]
+async fn a_failed_final_answer_fails_that_question_only() {
+    // Item c's answer prompt never parses; a's and b's do.
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = velden::prompt_of(r);
+        if p.contains("give your best guess") && p.contains("Nothing else is known") {
+            Scripted::Reply("no JSON here".into())
+        } else {
+            reply(r)
+        }
+    }));
+    let policy = Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.5,
+        json_retries: 1,
+        retry_temperature: 0.7,
+    };
+    let svc = Service::new(llm, None, policy);
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = EvalCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = qrmem::eval::run(&ctx, &items(), dir.path(), &opts())
+        .await
+        .unwrap();
+    assert_eq!((s.finished, s.failed), (12, 4));
+    for l in lines(dir.path()) {
+        let failed = l["error"].is_string();
+        assert_eq!(failed, l["item"] == "c", "{l}");
+        if failed {
+            assert!(l["error"].as_str().unwrap().contains("answer"), "{l}");
+        } else {
+            assert!(!l["prediction"].as_str().unwrap().is_empty(), "{l}");
+        }
+    }
+}

@@ -467,3 +467,61 @@ async fn baselines_share_the_answer_prompt_and_the_window() {
     assert!(!p.contains("Alpha is a person") && p.contains("Epsilon is unrelated"));
     assert!(count_tokens(&p) + 256 <= window);
 }
+
+/// The paper's -2 with the prompt's own description as its answer.
+const ECHO: &str = r#"{"reasoning": "Not sure.", "action": -2, "answer": "the final answer, or an empty string for -1"}"#;
+
+#[tokio::test]
+async fn an_unparsable_check_and_an_echoed_template_count_as_minus_1_and_navigation_goes_on() {
+    let m = memory(5);
+    // The first check never parses (its try and all 4 retries of velden's policy); the second
+    // says -2 but answers with the template's placeholder.
+    let bad = vec!["no JSON"; 5];
+    let checks: Vec<&'static str> = bad.into_iter().chain([ECHO]).collect();
+    let (t, _) = ask(&m, options(Method::Kn, 4096, 2), checks).await;
+    let checks: Vec<_> = t
+        .steps
+        .iter()
+        .filter(|s| s.kind == "answerability")
+        .collect();
+    assert!(checks.len() >= 2, "{:?}", t.steps);
+    assert_eq!(
+        (checks[0].action, checks[0].note.as_str()),
+        (Some(-1), "check failed")
+    );
+    assert!(
+        t.failures.iter().any(|f| f.starts_with("answerability")),
+        "{:?}",
+        t.failures
+    );
+    assert_eq!(checks[1].action, Some(-1));
+    assert!(checks[1].note.contains("placeholder"), "{}", checks[1].note);
+    // Navigation went on: it expanded, and answered from the final S_mix.
+    assert!(!t.answered);
+    assert!(t.steps.iter().any(|s| s.kind == "expand"));
+    assert_eq!(t.steps.last().unwrap().kind, "answer");
+    assert_eq!(t.answer, "Delta");
+    let d = t.diagnostics();
+    assert_eq!(d.checks.iter().filter(|c| c.failed).count(), 1);
+}
+
+#[tokio::test]
+async fn a_final_answer_that_never_parses_fails_the_question() {
+    let m = memory(5);
+    let inner = responder(vec![]);
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| {
+        if prompt_of(r).contains("give your best guess") {
+            Scripted::Reply("I think it is Delta.".into())
+        } else {
+            inner(r)
+        }
+    }));
+    let svc = Service::new(llm, None, common::velden::policy());
+    let prompts = Prompts::load().unwrap();
+    let err = Navigator::new(&svc, &prompts, &Bow, &m, options(Method::Kn, 4096, 1))
+        .ask(QUESTION, &[])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'answer' failed"), "{err}");
+}
