@@ -254,3 +254,61 @@ fn gold_spans_of_a_hand_made_item() {
         "an index out of range and a title not in the document"
     );
 }
+
+#[test]
+fn malformed_hotpot_leval_and_quality_files_name_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hotpot.json");
+    // The second item lacks its question (on line 3).
+    std::fs::write(
+        &p,
+        "[{\"_id\": \"a\", \"question\": \"q\", \"answer\": \"x\", \"context\": []},\n\n {\"_id\": \"b\", \"answer\": \"y\", \"context\": []}]\n",
+    )
+    .unwrap();
+    let e = load_hotpot(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("hotpot.json line 3") && e.contains("question"),
+        "{e}"
+    );
+
+    let p = dir.path().join("leval.jsonl");
+    std::fs::write(
+        &p,
+        "{\"input\": \"doc\", \"instructions\": [\"Q?\"], \"outputs\": [\"A\"]}\n{\"input\": \"doc\", \"outputs\": [\"A\"]}\n",
+    )
+    .unwrap();
+    let e = load_leval(&p, "qasper").unwrap_err().to_string();
+    assert!(
+        e.contains("leval.jsonl line 2") && e.contains("\"instructions\""),
+        "{e}"
+    );
+    // A multiple-choice output without an option letter names its line and output.
+    std::fs::write(
+        &p,
+        "{\"input\": \"doc\", \"instructions\": [\"Q?\\n(A) x\\n(B) y\"], \"outputs\": [\"x\"]}\n",
+    )
+    .unwrap();
+    let e = load_leval(&p, "quality").unwrap_err().to_string();
+    assert!(
+        e.contains("leval.jsonl line 1") && e.contains("output 1 has no option letter"),
+        "{e}"
+    );
+
+    let p = dir.path().join("quality.jsonl");
+    std::fs::write(
+        &p,
+        "{\"article_id\": \"1\", \"article\": \"<p>Text</p>\", \"question1\": \"Q?\", \"question1option1\": \"a\", \"question1option2\": \"b\", \"question1_gold_label\": 2}\n{\"article_id\": \"2\", \"article\": \"<p>Text</p>\", \"question1\": \"Q?\", \"question1option1\": \"a\", \"question1_gold_label\": 3}\n",
+    )
+    .unwrap();
+    let e = load_quality_flat(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("quality.jsonl line 2") && e.contains("question1_gold_label 3"),
+        "{e}"
+    );
+    std::fs::write(&p, "{\"article_id\": \"1\"}\n").unwrap();
+    let e = load_quality_flat(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("quality.jsonl line 1") && e.contains("\"article\""),
+        "{e}"
+    );
+}

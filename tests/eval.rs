@@ -477,3 +477,112 @@ async fn a_failed_final_answer_fails_that_question_only() {
         }
     }
 }
+
+#[tokio::test]
+async fn concurrent_requests_for_one_memory_build_it_once() {
+    let llm = Arc::new(
+        ScriptedLlm::new([]).with_responder(|_| Scripted::Reply("A short summary.".into())),
+    );
+    let svc = Service::new(llm.clone(), None, velden::policy());
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = qrmem::methods::PrepareCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = qrmem::methods::MemoryDir::new(dir.path());
+    let kind = qrmem::methods::MemoryKind::SummaryTree;
+    let get = || store.get_or_prepare(kind, &ctx, velden::DOC, None, "velden", None);
+    let (a, b) = tokio::join!(get(), get());
+    let mut origins = vec![a.unwrap().1, b.unwrap().1];
+    origins.sort_by_key(|o| format!("{o:?}"));
+    assert_eq!(
+        origins,
+        vec![
+            qrmem::methods::Origin::Built,
+            qrmem::methods::Origin::Loaded
+        ]
+    );
+    // One build's summaries: the tree of this document has one internal node.
+    let sent = llm.received().len();
+    assert_eq!(sent, 1, "{sent} requests: built twice?");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// The scripted LLM, slower on item a's document than on c's, so that concurrent questions'
+/// calls interleave.
+struct Slow(ScriptedLlm);
+
+#[async_trait::async_trait]
+impl qrmem::llm::Llm for Slow {
+    fn model(&self) -> &str {
+        qrmem::llm::Llm::model(&self.0)
+    }
+    async fn chat(&self, r: &ChatRequest) -> Result<qrmem::llm::ChatReply, qrmem::LlmError> {
+        let ms = if velden::prompt_of(r).contains("Nothing else is known") {
+            3
+        } else {
+            25
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        self.0.chat(r).await
+    }
+}
+
+#[tokio::test]
+async fn concurrent_questions_never_swap_costs() {
+    let items: Vec<QaItem> = items().into_iter().filter(|i| i.id != "b").collect();
+    let run_at = |concurrency: usize| {
+        let items = items.clone();
+        async move {
+            let llm = Arc::new(Slow(ScriptedLlm::new([]).with_responder(reply)));
+            let svc = Service::new(llm, None, velden::policy());
+            let prompts = Prompts::load().unwrap();
+            let config = config();
+            let ctx = EvalCtx {
+                llm: &svc,
+                prompts: &prompts,
+                embedder: &Bow,
+                config: &config,
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let mut o = opts();
+            o.concurrency = concurrency;
+            qrmem::eval::run(&ctx, &items, dir.path(), &o)
+                .await
+                .unwrap();
+            let mut rows: Vec<(String, u64, u64, u64)> = lines(dir.path())
+                .iter()
+                .map(|l| {
+                    (
+                        format!("{} {} {}", l["item"], l["method"], l["max_trials"]),
+                        l["requests"].as_u64().unwrap(),
+                        l["prompt_tokens"].as_u64().unwrap(),
+                        l["completion_tokens"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            rows.sort();
+            rows
+        }
+    };
+    let alone = run_at(1).await;
+    let together = run_at(4).await;
+    assert_eq!(alone.len(), 8);
+    assert_eq!(
+        together, alone,
+        "a row's cost depends on what ran beside it"
+    );
+    // The two items cost differently, so a swap would show.
+    let cost = |item: &str| {
+        alone
+            .iter()
+            .find(|r| r.0.starts_with(&format!("\"{item}\" \"kn\" 2")))
+            .unwrap()
+            .2
+    };
+    assert_ne!(cost("a"), cost("c"));
+}

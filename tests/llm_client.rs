@@ -367,3 +367,38 @@ async fn unparsable_model_output_fails_the_step_after_the_paper_budget() {
     assert_eq!(ledger.stages["answer"].failed_steps, 1);
     assert_eq!(ledger.stages["answer"].requests, 5);
 }
+
+#[tokio::test]
+async fn server_cached_prompt_tokens_are_read_from_openai_and_llama_cpp_usage() {
+    let body = |extra: &str| {
+        format!(
+            r#"{{"id": "x", "object": "chat.completion", "choices": [{{"index": 0, "message": {{"role": "assistant", "content": "hi"}}, "finish_reason": "stop"}}], "usage": {{"prompt_tokens": 40, "completion_tokens": 2{extra}}}{}}}"#,
+            if extra.is_empty() {
+                r#", "timings": {"cache_n": 31, "prompt_n": 9}"#
+            } else {
+                ""
+            }
+        )
+    };
+    let server = FaultServer::start(
+        vec![
+            // OpenAI: usage.prompt_tokens_details.cached_tokens.
+            Behaviour::Body(body(r#", "prompt_tokens_details": {"cached_tokens": 24}"#)),
+            // llama.cpp: timings.cache_n.
+            Behaviour::Body(body("")),
+        ],
+        // Neither: nothing cached.
+        ok("hi"),
+    )
+    .await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let openai = client.chat(&request()).await.unwrap().usage;
+    assert_eq!(
+        (openai.prompt_tokens, openai.cached_prompt_tokens),
+        (40, 24)
+    );
+    let llama = client.chat(&request()).await.unwrap().usage;
+    assert_eq!((llama.prompt_tokens, llama.cached_prompt_tokens), (40, 31));
+    let plain = client.chat(&request()).await.unwrap().usage;
+    assert_eq!((plain.prompt_tokens, plain.cached_prompt_tokens), (11, 0));
+}

@@ -27,6 +27,8 @@ pub enum Behaviour {
     Empty,
     /// Answer 400 if the request asks for `json_schema`, else like `Reply`.
     RejectJsonSchema(String),
+    /// 200 with exactly this body (a completion with the usage fields a server reports).
+    Body(String),
 }
 
 /// What the server saw of one request.
@@ -163,6 +165,7 @@ async fn handle(
     let behaviour = script.lock().unwrap().pop_front().unwrap_or(fallback);
     match behaviour {
         Behaviour::Reply(c) => respond(&mut stream, 200, None, &completion(&c, "stop")).await,
+        Behaviour::Body(b) => respond(&mut stream, 200, None, &b).await,
         Behaviour::CutOff(c) => respond(&mut stream, 200, None, &completion(&c, "length")).await,
         Behaviour::Status(code, retry_after, b) => {
             respond(&mut stream, code, retry_after, &b).await
