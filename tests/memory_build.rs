@@ -3,8 +3,12 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::velden::{build, params, prompt_of};
-use qrmem::memory::{self, store, Memory, StoreError};
+use qrmem::llm::{Scripted, ScriptedLlm, Service};
+use qrmem::memory::{self, store, Builder, Memory, StoreError};
+use qrmem::prompts::Prompts;
 
 fn node<'a>(m: &'a Memory, name: &str) -> &'a memory::Entity {
     let n = m
@@ -373,4 +377,137 @@ fn a_memory_built_with_other_prompts_lives_in_another_file() {
         path(&base, MemoryKind::Garlic),
         path(&tree, MemoryKind::Garlic)
     );
+}
+
+/// Builds the sample with velden's replies, except that prompts containing `marker` get
+/// `bad` (a reply that never parses, or a transport failure).
+async fn build_failing(marker: &'static str, bad: Scripted) -> Memory {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| {
+        if common::velden::prompt_of(r).contains(marker) {
+            bad.clone()
+        } else {
+            common::velden::reply(r, false)
+        }
+    }));
+    let svc = Service::new(llm, None, common::velden::policy());
+    let prompts = Prompts::load().unwrap();
+    Builder::new(&svc, &prompts, params(), 2)
+        .build(
+            common::velden::DOC,
+            Some(common::velden::QUESTION),
+            "velden.txt",
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_failure_in_each_stage_is_recorded_and_the_build_goes_on() {
+    let unparsable = || Scripted::Reply("no JSON at all".into());
+    for (marker, step, bad) in [
+        ("Summary the context", "summary", unparsable()),
+        ("extract key entities", "entities", unparsable()),
+        (
+            "associate the extracted entities",
+            "relations",
+            unparsable(),
+        ),
+        ("Doubt is the catalyst", "questions", unparsable()),
+        ("updated with the help of questions", "update", unparsable()),
+        (
+            "merge the corresponding relationships",
+            "merge",
+            unparsable(),
+        ),
+        // A transport failure (after the transport's own retries) is recorded the same way.
+        (
+            "associate the extracted entities",
+            "relations",
+            Scripted::Fail("connection refused".into()),
+        ),
+    ] {
+        let m = build_failing(marker, bad.clone()).await;
+        let steps: Vec<&str> = m.failures.iter().map(|f| f.step.as_str()).collect();
+        assert!(steps.contains(&step), "{marker}: {steps:?}");
+        assert!(
+            steps.iter().all(|s| *s == step),
+            "{marker}: only that stage failed: {steps:?}"
+        );
+        if let Scripted::Fail(_) = bad {
+            assert!(
+                m.failures
+                    .iter()
+                    .any(|f| f.error.contains("connection refused")),
+                "{:?}",
+                m.failures
+            );
+        }
+        // The build went on: both segments, the schema extractor's entities, the graph.
+        assert_eq!(m.segments.len(), 2, "{marker}");
+        assert!(m.find_entity("Lucerne").is_some(), "{marker}");
+        assert!(m.entity_count() > 5, "{marker}");
+    }
+}
+
+#[tokio::test]
+async fn an_empty_document_aborts_with_its_error() {
+    let llm = Arc::new(ScriptedLlm::new([]));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = Prompts::load().unwrap();
+    let err = Builder::new(&svc, &prompts, params(), 2)
+        .build("  \n\n ", None, "blank.txt")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("blank.txt"), "{err}");
+    assert!(llm.received().is_empty(), "nothing was sent");
+}
+
+/// velden's scripted LLM, answering after a delay that depends on the prompt, so that
+/// concurrent calls finish in another order than they were sent.
+struct Jittered(ScriptedLlm);
+
+#[async_trait::async_trait]
+impl qrmem::llm::Llm for Jittered {
+    fn model(&self) -> &str {
+        qrmem::llm::Llm::model(&self.0)
+    }
+    async fn chat(
+        &self,
+        r: &qrmem::llm::ChatRequest,
+    ) -> Result<qrmem::llm::ChatReply, qrmem::LlmError> {
+        let p = common::velden::prompt_of(r);
+        let ms = p
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
+            % 20;
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        self.0.chat(r).await
+    }
+}
+
+#[tokio::test]
+async fn results_do_not_depend_on_timing_or_concurrency() {
+    let build_at = |concurrency: usize| async move {
+        let llm = Arc::new(Jittered(
+            ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)),
+        ));
+        let svc = Service::new(llm, None, common::velden::policy());
+        let prompts = Prompts::load().unwrap();
+        let mut m = Builder::new(&svc, &prompts, params(), concurrency)
+            .build(
+                common::velden::DOC,
+                Some(common::velden::QUESTION),
+                "velden.txt",
+            )
+            .await
+            .unwrap();
+        // Wall times are the only thing allowed to differ.
+        m.build_secs = 0.0;
+        m.ledger = Default::default();
+        store::to_bytes(&m).unwrap()
+    };
+    let one = build_at(1).await;
+    assert_eq!(build_at(4).await, one);
+    assert_eq!(build_at(8).await, one);
 }

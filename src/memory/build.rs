@@ -1030,6 +1030,26 @@ mod tests {
     }
 
     #[test]
+    fn segment_links_are_whole_words_only() {
+        let mut g: StableDiGraph<Entity, Relation> = StableDiGraph::new();
+        let art = g.add_node(Entity {
+            name: "Art".into(),
+            kind: "other".into(),
+            mentions: ["Art".to_string()].into(),
+            segments: BTreeSet::new(),
+            sources: [Source::Schema].into(),
+        });
+        let segments = segment(
+            "Arthur painted. Some artist came.\n\nModern art, said Arthur.\n\nArt-deco walls.",
+            8,
+        );
+        assert_eq!(segments.len(), 3, "{segments:?}");
+        link_segments(&mut g, &segments);
+        // "Arthur" and "artist" are not "Art"; "art," and "Art-" are.
+        assert_eq!(g[art].segments, BTreeSet::from([1, 2]));
+    }
+
+    #[test]
     fn whole_word_occurrence() {
         assert!(occurs_in("the velden bridge opened", "Velden Bridge"));
         assert!(!occurs_in("the article", "art"));

@@ -238,4 +238,20 @@ mod tests {
         assert_eq!(rep, vec![0, 1, 0, 0, 4, 4, 6, 7, 7]);
         assert_eq!(merges, 2);
     }
+
+    #[test]
+    fn disambiguation_compares_only_names_in_one_block() {
+        // Alike by Jaro-Winkler, but sharing no stemmed token and no 4-letter prefix: never
+        // compared, so never merged.
+        let (a, b) = (n("Xavierson"), n("Javierson"));
+        assert!(
+            same_entity(&a, &b, 0.92),
+            "the metric alone would merge them"
+        );
+        let (rep, merges) = cluster(&["Xavierson".into(), "Javierson".into()], 0.92);
+        assert_eq!((rep, merges), (vec![0, 1], 0));
+        // The same likeness inside one block (the prefix "javi") merges.
+        let (rep, merges) = cluster(&["Javiersen".into(), "Javierson".into()], 0.92);
+        assert_eq!((rep, merges), (vec![0, 0], 1));
+    }
 }
