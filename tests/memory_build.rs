@@ -477,10 +477,14 @@ impl qrmem::llm::Llm for Jittered {
         r: &qrmem::llm::ChatRequest,
     ) -> Result<qrmem::llm::ChatReply, qrmem::LlmError> {
         let p = common::velden::prompt_of(r);
-        let ms = p
+        // The first segment's replies come last (after the second's), the rest jittered.
+        let first = p.contains("The Velden Bridge is a stone arch bridge")
+            && !p.contains("born in the city of Lucerne");
+        let jitter = p
             .bytes()
             .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
-            % 20;
+            % 10;
+        let ms = if first { 40 + jitter } else { jitter };
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         self.0.chat(r).await
     }
