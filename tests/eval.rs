@@ -480,9 +480,10 @@ async fn a_failed_final_answer_fails_that_question_only() {
 
 #[tokio::test]
 async fn concurrent_requests_for_one_memory_build_it_once() {
-    let llm = Arc::new(
-        ScriptedLlm::new([]).with_responder(|_| Scripted::Reply("A short summary.".into())),
-    );
+    // Slow replies, so the second request arrives while the first build is under way.
+    let scripted =
+        ScriptedLlm::new([]).with_responder(|_| Scripted::Reply("A short summary.".into()));
+    let llm = Arc::new(Slow(scripted));
     let svc = Service::new(llm.clone(), None, velden::policy());
     let prompts = Prompts::load().unwrap();
     let config = config();
@@ -507,7 +508,7 @@ async fn concurrent_requests_for_one_memory_build_it_once() {
         ]
     );
     // One build's summaries: the tree of this document has one internal node.
-    let sent = llm.received().len();
+    let sent = llm.0.received().len();
     assert_eq!(sent, 1, "{sent} requests: built twice?");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
