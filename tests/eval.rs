@@ -120,6 +120,24 @@ async fn run_with(dir: &Path, items: &[QaItem], cache: Option<&Path>) -> usize {
     llm.received().len()
 }
 
+/// Runs `items` with `o` over `svc` (velden's config, the bag-of-words embedder) into `dir`.
+async fn run_over(
+    svc: &Service,
+    items: &[QaItem],
+    dir: &Path,
+    o: &EvalOptions,
+) -> qrmem::eval::RunSummary {
+    let prompts = Prompts::load().unwrap();
+    let config = config();
+    let ctx = EvalCtx {
+        llm: svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    qrmem::eval::run(&ctx, items, dir, o).await.unwrap()
+}
+
 fn report(dir: &Path) -> Report {
     let (results, builds) = qrmem::eval::runner::read_run(dir).unwrap();
     let order: Vec<String> = opts().methods.iter().map(|m| m.to_string()).collect();
@@ -454,18 +472,8 @@ async fn a_failed_final_answer_fails_that_question_only() {
         retry_temperature: 0.7,
     };
     let svc = Service::new(llm, None, policy);
-    let prompts = Prompts::load().unwrap();
-    let config = config();
-    let ctx = EvalCtx {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &Bow,
-        config: &config,
-    };
     let dir = tempfile::tempdir().unwrap();
-    let s = qrmem::eval::run(&ctx, &items(), dir.path(), &opts())
-        .await
-        .unwrap();
+    let s = run_over(&svc, &items(), dir.path(), &opts()).await;
     assert_eq!((s.finished, s.failed), (12, 4));
     for l in lines(dir.path()) {
         let failed = l["error"].is_string();
@@ -541,20 +549,10 @@ async fn concurrent_questions_never_swap_costs() {
         async move {
             let llm = Arc::new(Slow(ScriptedLlm::new([]).with_responder(reply)));
             let svc = Service::new(llm, None, velden::policy());
-            let prompts = Prompts::load().unwrap();
-            let config = config();
-            let ctx = EvalCtx {
-                llm: &svc,
-                prompts: &prompts,
-                embedder: &Bow,
-                config: &config,
-            };
             let dir = tempfile::tempdir().unwrap();
             let mut o = opts();
             o.concurrency = concurrency;
-            qrmem::eval::run(&ctx, &items, dir.path(), &o)
-                .await
-                .unwrap();
+            run_over(&svc, &items, dir.path(), &o).await;
             let mut rows: Vec<(String, u64, u64, u64)> = lines(dir.path())
                 .iter()
                 .map(|l| {

@@ -110,10 +110,11 @@ fn start() -> Result<Option<LocalLlm>, String> {
     let log = std::env::temp_dir().join(format!("qrmem-test-llama-{port}.log"));
     let threads = std::env::var("QRMEM_TEST_LLM_THREADS").unwrap_or_else(|_| "2".into());
     // The wrapper exits with the server (so `try_wait` sees a server that died), and stops it
-    // when the test process's pipe closes.
+    // when the test process's pipe closes. The pipe is kept on fd 3: a background list's
+    // standard input is /dev/null in a non-interactive shell.
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(r#"log="$1"; shift; "$@" >"$log" 2>&1 & s=$!; (cat >/dev/null; kill $s 2>/dev/null) & wait $s"#)
+        .arg(r#"exec 3<&0; log="$1"; shift; "$@" >"$log" 2>&1 & s=$!; (cat <&3 >/dev/null; kill $s 2>/dev/null) & wait $s"#)
         .arg("sh")
         .arg(&log)
         .arg(&server)
