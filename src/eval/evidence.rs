@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::datasets::QaItem;
-use super::runner::ResultRecord;
+use super::runner::{doc_key, ResultRecord};
 use crate::methods::{self, MemoryKind, MethodSpec};
 use crate::navigate::{with_options, Method as NavMethod, Window};
 use crate::prompts::Prompts;
@@ -316,11 +316,6 @@ fn row_spans(
         gold_spans: gold,
     };
     (spans, note)
-}
-
-fn doc_key(document: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(document.as_bytes()))[..16].to_string()
 }
 
 /// The unit spans of the one memory of `kind` for `document` in `dir` (files are named

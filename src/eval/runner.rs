@@ -220,7 +220,7 @@ pub fn score(item: &QaItem, prediction: &str) -> (f64, f64) {
     (em, f1)
 }
 
-fn doc_key(text: &str) -> String {
+pub(crate) fn doc_key(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))[..16].to_string()
 }
 
@@ -350,6 +350,8 @@ pub async fn run(
                     None
                 };
                 let mut memories = BTreeMap::new();
+                // Whether each memory's units are the document's own pieces (checked once).
+                let mut covered: BTreeMap<MemoryKind, bool> = BTreeMap::new();
                 for kind in kinds {
                     let llm = ctx.llm.scoped();
                     let pctx = PrepareCtx {
@@ -390,7 +392,9 @@ pub async fn run(
                                     rec.graph = Some(crate::memory::diagnose(g));
                                 }
                             }
-                            if !m.covers(document) {
+                            let covers = m.covers(document);
+                            covered.insert(kind, covers);
+                            if !covers {
                                 say(&format!(
                                     "warning: the {} memory of {} does not cover its document piece by piece; its rows get no spans",
                                     kind.name(),
@@ -420,6 +424,7 @@ pub async fn run(
                     }
                 }
                 let memories = &memories;
+                let covered = &covered;
                 let jobs: Vec<(&QaItem, MethodSpec, Option<usize>)> = group
                     .iter()
                     .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, *m, *t)))
@@ -484,10 +489,7 @@ pub async fn run(
                                 rec.segments_used = trace.segments_used.clone();
                                 rec.step_failures = trace.failures.clone();
                                 rec.final_segments = Some(trace.final_segments.clone());
-                                let covered = memories
-                                    .get(&spec.memory_kind())
-                                    .is_some_and(|m| m.as_ref().is_ok_and(|m| m.covers(&item.context)));
-                                if covered {
+                                if covered.get(&spec.memory_kind()) == Some(&true) {
                                     rec.spans = ContextSpans::of(
                                         &item.context,
                                         trace.answer_spans.clone(),
