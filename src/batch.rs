@@ -436,7 +436,7 @@ pub async fn run(
         ctx.config.navigate.context_window,
         ctx.config.navigate.reply_tokens,
     );
-    let method = opts.method;
+    let method = &opts.method;
     let store = MemoryDir::new(&opts.memory_dir);
     let total: usize = jobs.iter().map(|j| j.questions.len()).sum();
     let bar = if opts.progress {

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::datasets::QaItem;
 use super::runner::{doc_key, ResultRecord};
-use crate::methods::{self, MemoryKind, MethodSpec};
-use crate::navigate::{with_options, Method as NavMethod, Window};
+use crate::methods::{self, MemoryKind, MethodSpec, Recorded};
+use crate::navigate::{with_options, Window};
 use crate::prompts::Prompts;
 use crate::text::span::{self, Span};
 use crate::text::{count_tokens, segment};
@@ -232,11 +232,9 @@ fn row_spans(
     };
     let q = with_options(&item.question, &item.options);
     let used = &r.segments_used;
-    let (answer, read, note): (Option<Vec<Span>>, Vec<Span>, String) = match spec {
-        MethodSpec::Baseline(
-            b @ (methods::Baseline::VanillaLeft | methods::Baseline::VanillaRight),
-        ) => {
-            let from_end = b == methods::Baseline::VanillaRight;
+    let (answer, read, note): (Option<Vec<Span>>, Vec<Span>, String) = match spec.recorded_context()
+    {
+        Recorded::Truncation { from_end } => {
             match methods::vanilla_text(ctx.prompts, ctx.window, document, &q, from_end) {
                 Ok((text, _)) => {
                     let s = span::merge(vec![methods::vanilla_span(document, &text, from_end)]);
@@ -249,7 +247,7 @@ fn row_spans(
                 Err(e) => return none(format!("cannot render the answer prompt: {e}")),
             }
         }
-        MethodSpec::Baseline(_) | MethodSpec::Navigate { .. } => {
+        Recorded::Segments { answer } => {
             let units: Vec<Span> = segment(document, ctx.segment_tokens)
                 .iter()
                 .map(|s| (s.start, s.end))
@@ -257,15 +255,7 @@ fn row_spans(
             let read = span::of_indices(&units, used);
             // The baselines, and GES (whose only prompt with segments is its answer), showed
             // segments_used in the answer prompt.
-            let one_prompt = matches!(
-                spec,
-                MethodSpec::Baseline(_)
-                    | MethodSpec::Navigate {
-                        method: NavMethod::Ges,
-                        ..
-                    }
-            );
-            if one_prompt {
+            if answer {
                 (
                     Some(read.clone()),
                     read,
@@ -282,10 +272,7 @@ fn row_spans(
                 )
             }
         }
-        MethodSpec::SummaryTree
-        | MethodSpec::KnowledgeTree
-        | MethodSpec::MemWalker
-        | MethodSpec::Garlic => {
+        Recorded::Units => {
             let kind = spec.memory_kind();
             let key = (doc_key(document), kind);
             let units = memories
@@ -307,6 +294,12 @@ fn row_spans(
                 read,
                 format!("segments_used mapped through the {} memory", kind.name()),
             )
+        }
+        Recorded::Unknown => {
+            return none(format!(
+                "{} rows always carried their spans: nothing to recover",
+                spec
+            ))
         }
     };
     let spans = ContextSpans {

@@ -39,6 +39,10 @@ pub enum EvalError {
     Settings(String),
     #[error("nothing to evaluate: {0}")]
     Empty(String),
+    /// An experiment file, dataset, notes file or run directory that cannot be used (the
+    /// message names it and says why).
+    #[error("{0}")]
+    Input(String),
 }
 
 /// What one build or one answered question cost at the LLM, read off its scoped ledger. Both
@@ -237,9 +241,9 @@ fn pairs(opts: &EvalOptions, default_trials: usize) -> Vec<Pair> {
     let mut out = Vec::new();
     for m in &opts.methods {
         if m.uses_trials() {
-            out.extend(trials.iter().map(|&t| (*m, Some(t))));
+            out.extend(trials.iter().map(|&t| (m.clone(), Some(t))));
         } else {
-            out.push((*m, None));
+            out.push((m.clone(), None));
         }
     }
     out
@@ -289,7 +293,7 @@ pub async fn run(
                 skipped += usize::from(finished);
                 !finished
             })
-            .copied()
+            .cloned()
             .collect();
         for (m, _) in &pending {
             *per_method.entry(m.to_string()).or_default() += 1;
@@ -427,7 +431,7 @@ pub async fn run(
                 let covered = &covered;
                 let jobs: Vec<(&QaItem, MethodSpec, Option<usize>)> = group
                     .iter()
-                    .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, *m, *t)))
+                    .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, m.clone(), *t)))
                     .collect();
                 let done: Vec<Result<(), EvalError>> = stream::iter(jobs)
                     .map(|(item, spec, trials)| async move {
@@ -445,7 +449,7 @@ pub async fn run(
                         let t = Instant::now();
                         let outcome = match memories.get(&spec.memory_kind()) {
                             Some(Ok(m)) => {
-                                methods::run(spec, &actx, &opts, m, &item.question, &item.options)
+                                methods::run(&spec, &actx, &opts, m, &item.question, &item.options)
                                     .await
                                     .map_err(|e| e.to_string())
                             }

@@ -3,26 +3,18 @@
 //! (Contriever-style) top-k retrieval over segments, truncation keeping the left or the right of
 //! the document, and the full document for long-context models.
 
-pub mod garlic;
-pub mod knowledge_tree;
-mod spec;
-mod store;
-pub mod summary_tree;
-
-pub use spec::{
-    answer as run, load_prepared, prepare, MemoryKind, MethodError, MethodSpec, PrepareCtx,
-    Prepared, METHOD_NAMES,
-};
-pub use store::{MemoryDir, Origin};
-
 use std::fmt;
 use std::str::FromStr;
 
-use crate::embed::Embedder;
-use crate::llm::Service;
+use async_trait::async_trait;
+
+use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
+use super::spec::{MemoryKind, MethodError, Prepared};
+
+use super::Ctx;
 use crate::memory::Memory;
 use crate::navigate::{
-    answer_from, option_letter, with_options, NavigateError, Step, Trace, Window,
+    answer_from, option_letter, with_options, NavigateError, Options, Step, Trace, Window,
 };
 use crate::prompts::{PromptId, Prompts};
 use crate::text::span::{self, Span};
@@ -75,12 +67,44 @@ impl fmt::Display for Baseline {
     }
 }
 
-/// What every method answers with: the LLM, the prompts, the embedder and the window.
-pub struct Ctx<'a> {
-    pub llm: &'a Service,
-    pub prompts: &'a Prompts,
-    pub embedder: &'a dyn Embedder,
-    pub window: Window,
+pub const FAMILY: Family = Family {
+    names: "bm25-topK, contriever-topK, vanilla-left, vanilla-right, full",
+    parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
+};
+
+#[async_trait]
+impl Method for Baseline {
+    fn name(&self) -> String {
+        self.to_string()
+    }
+
+    fn memory_kind(&self) -> MemoryKind {
+        MemoryKind::Segments
+    }
+
+    async fn answer(
+        &self,
+        ctx: &Ctx<'_>,
+        _nav: &Options,
+        prepared: &Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, MethodError> {
+        let Prepared::Graph(m) = prepared else {
+            return Err(wrong_memory(self, prepared));
+        };
+        Ok(answer(*self, ctx, m, question, options).await?)
+    }
+
+    fn recorded_context(&self) -> Recorded {
+        match self {
+            Baseline::VanillaLeft => Recorded::Truncation { from_end: false },
+            Baseline::VanillaRight => Recorded::Truncation { from_end: true },
+            Baseline::Bm25(_) | Baseline::Dense(_) | Baseline::Full => {
+                Recorded::Segments { answer: true }
+            }
+        }
+    }
 }
 
 /// Answers `question` over `memory`'s segments with a baseline. One LLM request.
@@ -135,17 +159,62 @@ pub async fn answer(
             "the whole document, no truncation".into(),
         ),
     };
-    let (answer, reasoning) = answer_from(llm, prompts, &q, &text).await?;
-    let truncated = matches!(baseline, Baseline::VanillaLeft | Baseline::VanillaRight)
-        .then(|| vanilla_span(&document, &text, baseline == Baseline::VanillaRight));
+    let spans = match baseline {
+        Baseline::VanillaLeft | Baseline::VanillaRight => span::merge(vec![vanilla_span(
+            &document,
+            &text,
+            baseline == Baseline::VanillaRight,
+        )]),
+        _ => span::of_indices(&segment_spans(memory), &shown),
+    };
+    let shown_text = ShownText {
+        text,
+        segments: shown,
+        spans,
+        note,
+    };
+    one_prompt_answer(
+        ctx,
+        &baseline.to_string(),
+        question,
+        options,
+        before,
+        shown_text,
+    )
+    .await
+}
+
+/// What a one-prompt method shows the answerer: the text, the segments it holds (if it is made
+/// of segments), their byte ranges in the document and a note for the trace.
+pub struct ShownText {
+    pub text: String,
+    pub segments: Vec<usize>,
+    pub spans: Vec<Span>,
+    pub note: String,
+}
+
+/// Answers `question` from `shown` with the answer prompt (one request) and makes the trace of
+/// `method`; `before` is the ledger's total before the method's first request.
+pub async fn one_prompt_answer(
+    ctx: &Ctx<'_>,
+    method: &str,
+    question: &str,
+    options: &[String],
+    before: crate::llm::StageStats,
+    shown: ShownText,
+) -> Result<Trace, NavigateError> {
+    let llm = ctx.llm;
+    let q = with_options(question, options);
+    let (answer, reasoning) = answer_from(llm, ctx.prompts, &q, &shown.text).await?;
     let after = llm.ledger().snapshot().total();
     let answer = if options.is_empty() {
         answer.trim().to_string()
     } else {
         option_letter(&answer, options)
     };
-    let mut trace = Trace {
-        method: baseline.to_string(),
+    let spans = span::merge(shown.spans);
+    Ok(Trace {
+        method: method.to_string(),
         question: question.to_string(),
         answer,
         answered: false,
@@ -153,28 +222,22 @@ pub async fn answer(
         start_entities: vec![],
         steps: vec![Step {
             kind: "answer".into(),
-            segments: shown.clone(),
+            segments: shown.segments.clone(),
             reason: reasoning,
-            note,
+            note: shown.note,
             ..Step::default()
         }],
-        segments_used: shown.clone(),
-        final_segments: shown,
+        segments_used: shown.segments.clone(),
+        final_segments: shown.segments,
         requests: after.requests - before.requests,
         cache_hits: after.cache_hits - before.cache_hits,
         prompt_tokens: after.prompt_tokens - before.prompt_tokens,
         completion_tokens: after.completion_tokens - before.completion_tokens,
         failures: vec![],
+        answer_spans: spans.clone(),
+        read_spans: spans,
         ..Trace::default()
-    };
-    match truncated {
-        Some(span) => {
-            trace.answer_spans = span::merge(vec![span]);
-            trace.read_spans = trace.answer_spans.clone();
-        }
-        None => trace.set_spans(&segment_spans(memory)),
-    }
-    Ok(trace)
+    })
 }
 
 /// The byte range of every segment of `memory`.

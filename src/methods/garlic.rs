@@ -522,6 +522,53 @@ impl Garlic {
     }
 }
 
+/// GARLIC's LLM-controlled best-first search (seed 003) as a method.
+#[derive(Clone, Copy, Debug)]
+pub struct GarlicMethod;
+
+pub const FAMILY: super::method::Family = super::method::Family {
+    names: "garlic",
+    parse: |name| (name == "garlic").then(|| super::method::MethodSpec::new(GarlicMethod)),
+};
+
+#[async_trait::async_trait]
+impl super::method::Method for GarlicMethod {
+    fn name(&self) -> String {
+        "garlic".into()
+    }
+
+    fn memory_kind(&self) -> super::MemoryKind {
+        super::MemoryKind::Garlic
+    }
+
+    async fn answer(
+        &self,
+        ctx: &super::Ctx<'_>,
+        _nav: &crate::navigate::Options,
+        prepared: &super::Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, super::MethodError> {
+        let super::Prepared::Garlic(g) = prepared else {
+            return Err(super::method::wrong_memory(self, prepared));
+        };
+        Ok(g.ask(
+            ctx.llm,
+            ctx.prompts,
+            ctx.embedder,
+            ctx.window,
+            question,
+            options,
+        )
+        .await?)
+    }
+
+    fn recorded_context(&self) -> super::Recorded {
+        // The level-1 chunks visited.
+        super::Recorded::Units
+    }
+}
+
 /// Writes the graph atomically.
 pub fn save(g: &Garlic, path: &std::path::Path) -> Result<(), String> {
     let bytes = serde_json::to_vec(g).map_err(|e| e.to_string())?;

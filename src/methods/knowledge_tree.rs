@@ -848,6 +848,57 @@ impl KnowledgeTree {
     }
 }
 
+/// Knowledge Tree or MemWalker navigation (seed 000) as a method.
+#[derive(Clone, Copy, Debug)]
+pub struct KtMethod(pub Variant);
+
+pub const FAMILY: super::method::Family = super::method::Family {
+    names: "knowledge-tree, memwalker",
+    parse: |name| {
+        let variant = match name {
+            "knowledge-tree" => Variant::KnowledgeTree,
+            "memwalker" => Variant::MemWalker,
+            _ => return None,
+        };
+        Some(super::method::MethodSpec::new(KtMethod(variant)))
+    },
+};
+
+#[async_trait::async_trait]
+impl super::method::Method for KtMethod {
+    fn name(&self) -> String {
+        self.memory_kind().name().into()
+    }
+
+    fn memory_kind(&self) -> super::MemoryKind {
+        match self.0 {
+            Variant::KnowledgeTree => super::MemoryKind::KnowledgeTree,
+            Variant::MemWalker => super::MemoryKind::MemWalker,
+        }
+    }
+
+    async fn answer(
+        &self,
+        ctx: &super::Ctx<'_>,
+        _nav: &crate::navigate::Options,
+        prepared: &super::Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, super::MethodError> {
+        match prepared {
+            super::Prepared::Kt(t) if t.variant == self.0 => Ok(t
+                .ask(ctx.llm, ctx.prompts, ctx.window, question, options)
+                .await?),
+            _ => Err(super::method::wrong_memory(self, prepared)),
+        }
+    }
+
+    fn recorded_context(&self) -> super::Recorded {
+        // The leaves read.
+        super::Recorded::Units
+    }
+}
+
 /// Writes the tree atomically.
 pub fn save(tree: &KnowledgeTree, path: &std::path::Path) -> Result<(), String> {
     let bytes = serde_json::to_vec(tree).map_err(|e| e.to_string())?;

@@ -1,21 +1,17 @@
-//! The one method abstraction the eval harness and batch jobs use: a [`MethodSpec`] names a
-//! method (a QRMeM navigator, an ablation or a baseline), says which memory it needs
-//! ([`MemoryKind`]), prepares that memory for a document ([`prepare`]) and answers a question
-//! from it with a trace ([`answer`]); the cost of each call is read off the service's (scoped)
-//! ledger.
-
-use std::fmt;
-use std::str::FromStr;
+//! The memories methods read: their kinds ([`MemoryKind`]), a prepared memory of any kind
+//! ([`Prepared`]), how one is built for a document ([`prepare`]), saved ([`save`]) and opened
+//! again with its kind read from the file's format ([`open`]). The cost of a build is read off
+//! the service's (scoped) ledger.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::{Baseline, Ctx};
+use super::method::MethodSpec;
 use crate::config::Config;
 use crate::embed::{EmbedError, Embedder};
 use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
-use crate::navigate::{Method as NavMethod, NavigateError, Navigator, Options, Trace, Window};
+use crate::navigate::{NavigateError, Window};
 use crate::prompts::{PromptId, Prompts};
 use crate::text::Span;
 
@@ -47,7 +43,32 @@ pub enum MemoryKind {
     Garlic,
 }
 
+impl std::str::FromStr for MemoryKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        MemoryKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = MemoryKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown memory kind '{s}' (one of: {})", names.join(", "))
+            })
+    }
+}
+
 impl MemoryKind {
+    /// Every kind, in the order of help texts.
+    pub const ALL: [MemoryKind; 8] = [
+        MemoryKind::Graph,
+        MemoryKind::NoGraphUpdate,
+        MemoryKind::NoOpenEntity,
+        MemoryKind::Segments,
+        MemoryKind::SummaryTree,
+        MemoryKind::KnowledgeTree,
+        MemoryKind::MemWalker,
+        MemoryKind::Garlic,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             MemoryKind::Graph => "graph",
@@ -103,100 +124,6 @@ impl MemoryKind {
     }
 }
 
-/// A method, by the name used on the command line and in reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MethodSpec {
-    /// A QRMeM navigator over a memory of `memory` kind.
-    Navigate {
-        method: NavMethod,
-        reflection: bool,
-        navigation: bool,
-        memory: MemoryKind,
-    },
-    Baseline(Baseline),
-    /// Summary-tree cuts (seed 002).
-    SummaryTree,
-    /// Knowledge Tree navigation (seed 000).
-    KnowledgeTree,
-    /// MemWalker navigation (seed 000's baseline).
-    MemWalker,
-    /// GARLIC's LLM-controlled best-first search (seed 003).
-    Garlic,
-}
-
-pub const METHOD_NAMES: &str = "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left, vanilla-right, full, summary-tree, knowledge-tree, memwalker, garlic";
-
-impl FromStr for MethodSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let nav = |method, reflection, navigation, memory| MethodSpec::Navigate {
-            method,
-            reflection,
-            navigation,
-            memory,
-        };
-        Ok(match s {
-            "kn" => nav(NavMethod::Kn, true, true, MemoryKind::Graph),
-            "ges" => nav(NavMethod::Ges, true, true, MemoryKind::Graph),
-            "te" => nav(NavMethod::Te, true, true, MemoryKind::Graph),
-            "kn-no-reflection" => nav(NavMethod::Kn, false, true, MemoryKind::Graph),
-            "kn-no-navigation" => nav(NavMethod::Kn, true, false, MemoryKind::Graph),
-            "no-graph-update" => nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
-            "no-open-entity" => nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
-            "summary-tree" => MethodSpec::SummaryTree,
-            "knowledge-tree" => MethodSpec::KnowledgeTree,
-            "memwalker" => MethodSpec::MemWalker,
-            "garlic" => MethodSpec::Garlic,
-            other => match other.parse::<Baseline>() {
-                Ok(b) => MethodSpec::Baseline(b),
-                Err(_) => return Err(format!("unknown method '{other}' (one of: {METHOD_NAMES})")),
-            },
-        })
-    }
-}
-
-impl fmt::Display for MethodSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            MethodSpec::Baseline(b) => b.fmt(f),
-            MethodSpec::SummaryTree => f.write_str("summary-tree"),
-            MethodSpec::KnowledgeTree => f.write_str("knowledge-tree"),
-            MethodSpec::MemWalker => f.write_str("memwalker"),
-            MethodSpec::Garlic => f.write_str("garlic"),
-            MethodSpec::Navigate {
-                method,
-                reflection,
-                navigation,
-                memory,
-            } => match (memory, reflection, navigation) {
-                (MemoryKind::NoGraphUpdate, ..) => f.write_str("no-graph-update"),
-                (MemoryKind::NoOpenEntity, ..) => f.write_str("no-open-entity"),
-                (_, false, _) => write!(f, "{method}-no-reflection"),
-                (_, _, false) => write!(f, "{method}-no-navigation"),
-                _ => method.fmt(f),
-            },
-        }
-    }
-}
-
-impl MethodSpec {
-    pub fn memory_kind(&self) -> MemoryKind {
-        match self {
-            MethodSpec::Navigate { memory, .. } => *memory,
-            MethodSpec::Baseline(_) => MemoryKind::Segments,
-            MethodSpec::SummaryTree => MemoryKind::SummaryTree,
-            MethodSpec::KnowledgeTree => MemoryKind::KnowledgeTree,
-            MethodSpec::MemWalker => MemoryKind::MemWalker,
-            MethodSpec::Garlic => MemoryKind::Garlic,
-        }
-    }
-
-    /// Whether `max_trials` applies (the navigators; not the one-shot baselines).
-    pub fn uses_trials(&self) -> bool {
-        matches!(self, MethodSpec::Navigate { .. })
-    }
-}
-
 /// Why a method could not produce an answer.
 #[derive(Debug, Error)]
 pub enum MethodError {
@@ -214,6 +141,9 @@ pub enum MethodError {
     Garlic(#[from] GarlicError),
     #[error("the method {method} cannot read a memory of kind {kind}")]
     WrongMemory { method: String, kind: String },
+    /// A memory file that cannot be read or written (the message names the file).
+    #[error("{0}")]
+    File(String),
 }
 
 /// A prepared memory: QRMeM's (or the baselines' segments-only) memory, or a summary tree.
@@ -226,6 +156,93 @@ pub enum Prepared {
 }
 
 impl Prepared {
+    /// The kind of this memory (a graph memory's kind is read from its build parameters).
+    pub fn kind(&self) -> MemoryKind {
+        match self {
+            Prepared::Graph(m) if m.graph.node_count() == 0 && m.ledger.total().requests == 0 => {
+                MemoryKind::Segments
+            }
+            Prepared::Graph(m) if !m.params.graph_update => MemoryKind::NoGraphUpdate,
+            Prepared::Graph(m) if !m.params.open_entity => MemoryKind::NoOpenEntity,
+            Prepared::Graph(_) => MemoryKind::Graph,
+            Prepared::Tree(_) => MemoryKind::SummaryTree,
+            Prepared::Kt(t) if t.variant == Variant::MemWalker => MemoryKind::MemWalker,
+            Prepared::Kt(_) => MemoryKind::KnowledgeTree,
+            Prepared::Garlic(_) => MemoryKind::Garlic,
+        }
+    }
+
+    /// What the memory holds, in one line (after a build).
+    pub fn summary_line(&self) -> String {
+        match self {
+            Prepared::Graph(m) => format!(
+                "built the memory: {} segments, {} entities, {} relations, {} failures",
+                m.segments.len(),
+                m.entity_count(),
+                m.relation_count(),
+                m.failures.len()
+            ),
+            other => format!(
+                "built the {} memory: {} leaves, {} summary nodes, {} failures",
+                other.kind().name(),
+                other.segments(),
+                other.relations(),
+                other.failures()
+            ),
+        }
+    }
+
+    /// What `qrmem inspect` and `qrmem build` print: a graph's counts, failures, diagnostics and
+    /// `top` entities; a tree's or DAG's counts.
+    pub fn describe(&self, top: usize) -> String {
+        match self {
+            Prepared::Graph(m) => crate::memory::describe(m, top),
+            Prepared::Tree(t) => format!(
+                "summary tree: {} leaves, {} summaries, {} failures\n",
+                t.leaves.len(),
+                t.summaries.len(),
+                t.failures.len()
+            ),
+            other => format!(
+                "{}: {} leaves, {} summary nodes, {} failures\n",
+                other.kind().name(),
+                other.segments(),
+                other.relations(),
+                other.failures()
+            ),
+        }
+    }
+
+    /// What building this memory cost.
+    pub fn ledger(&self) -> &crate::llm::LedgerSnapshot {
+        match self {
+            Prepared::Graph(m) => &m.ledger,
+            Prepared::Tree(t) => &t.ledger,
+            Prepared::Kt(t) => &t.ledger,
+            Prepared::Garlic(g) => &g.ledger,
+        }
+    }
+
+    /// The name of this memory's kind, for messages.
+    pub fn kind_name(&self) -> String {
+        match self {
+            Prepared::Graph(_) => "graph".into(),
+            other => other.kind().name().into(),
+        }
+    }
+
+    /// The method that answers from this memory when none is named: the seed systems' own, and
+    /// `configured` (the configuration's navigator) for a QRMeM or segments memory.
+    pub fn default_method(&self, configured: &str) -> Result<MethodSpec, String> {
+        match self.kind() {
+            MemoryKind::Graph
+            | MemoryKind::NoGraphUpdate
+            | MemoryKind::NoOpenEntity
+            | MemoryKind::Segments => configured.parse(),
+            kind => kind.name().parse(),
+        }
+    }
+
     /// Segments (leaves) of the document.
     pub fn segments(&self) -> usize {
         match self {
@@ -307,6 +324,43 @@ impl Prepared {
     }
 }
 
+/// Opens a saved memory of any kind: the kind is read from the file's `format` field.
+pub fn open(path: &std::path::Path) -> Result<Prepared, MethodError> {
+    #[derive(Deserialize)]
+    struct Header {
+        format: Option<String>,
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        MethodError::File(format!(
+            "cannot read the memory file {}: {e}",
+            path.display()
+        ))
+    })?;
+    // The format of every memory file is a top-level JSON field; a file that is not JSON is
+    // left to the graph loader, which says what is wrong with it.
+    let format = serde_json::from_slice::<Header>(&bytes)
+        .ok()
+        .and_then(|h| h.format);
+    let kind = match format.as_deref() {
+        Some(super::summary_tree::FORMAT) => MemoryKind::SummaryTree,
+        Some(super::knowledge_tree::FORMAT) => MemoryKind::KnowledgeTree,
+        Some(super::garlic::FORMAT) => MemoryKind::Garlic,
+        _ => MemoryKind::Graph,
+    };
+    load_prepared(kind, path).map_err(MethodError::File)
+}
+
+/// Saves a prepared memory (atomically: a crash leaves the previous file).
+pub fn save(prepared: &Prepared, path: &std::path::Path) -> Result<(), MethodError> {
+    match prepared {
+        Prepared::Graph(m) => crate::memory::save(m, path).map_err(|e| e.to_string()),
+        Prepared::Tree(t) => super::summary_tree::save(t, path).map_err(|e| e.to_string()),
+        Prepared::Kt(t) => super::knowledge_tree::save(t, path),
+        Prepared::Garlic(g) => super::garlic::save(g, path),
+    }
+    .map_err(MethodError::File)
+}
+
 /// Reads a saved memory of `kind` (the loader is chosen by the kind).
 pub fn load_prepared(kind: MemoryKind, path: &std::path::Path) -> Result<Prepared, String> {
     match kind {
@@ -334,6 +388,28 @@ pub struct PrepareCtx<'a> {
     pub config: &'a Config,
 }
 
+/// Settings of one build that the configuration does not hold (the command line's).
+#[derive(Clone, Debug)]
+pub struct Tuning {
+    /// Knowledge tree / MemWalker: characters per leaf chunk (default: the seed's 5000).
+    pub chunk_chars: Option<usize>,
+    /// GARLIC: tokens per level-1 chunk (default: GARLIC's own).
+    pub chunk_tokens: Option<usize>,
+    /// Graph and segments memories: compute the segment and edge vectors (the navigators
+    /// otherwise embed on demand).
+    pub vectors: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            chunk_chars: None,
+            chunk_tokens: None,
+            vectors: true,
+        }
+    }
+}
+
 /// Prepares the memory of `kind` for `document` (oriented to `question` where given): the
 /// segments for the baselines, the built and embedded graph for the navigators.
 pub async fn prepare(
@@ -343,6 +419,28 @@ pub async fn prepare(
     question: Option<&str>,
     name: &str,
     progress: Option<indicatif::ProgressBar>,
+) -> Result<Prepared, MethodError> {
+    prepare_with(
+        kind,
+        ctx,
+        document,
+        question,
+        name,
+        progress,
+        &Tuning::default(),
+    )
+    .await
+}
+
+/// [`prepare`] with the settings of `tuning`.
+pub async fn prepare_with(
+    kind: MemoryKind,
+    ctx: &PrepareCtx<'_>,
+    document: &str,
+    question: Option<&str>,
+    name: &str,
+    progress: Option<indicatif::ProgressBar>,
+    tuning: &Tuning,
 ) -> Result<Prepared, MethodError> {
     let params = kind.params(ctx.config);
     if kind == MemoryKind::Garlic {
@@ -354,7 +452,11 @@ pub async fn prepare(
             window: Window::new(nav.context_window, nav.reply_tokens),
             concurrency: ctx.config.llm.concurrency,
         };
-        let g = Garlic::build(&gctx, GarlicParams::default(), document, name).await?;
+        let mut gparams = GarlicParams::default();
+        if let Some(n) = tuning.chunk_tokens {
+            gparams.chunk_tokens = n;
+        }
+        let g = Garlic::build(&gctx, gparams, document, name).await?;
         return Ok(Prepared::Garlic(Box::new(g)));
     }
     if matches!(kind, MemoryKind::KnowledgeTree | MemoryKind::MemWalker) {
@@ -370,8 +472,11 @@ pub async fn prepare(
             window: Window::new(nav.context_window, nav.reply_tokens),
             concurrency: ctx.config.llm.concurrency,
         };
-        let tree =
-            KnowledgeTree::build(&build, variant, KtParams::default(), document, name).await?;
+        let mut kparams = KtParams::default();
+        if let Some(c) = tuning.chunk_chars {
+            kparams.chunk_chars = c.max(100);
+        }
+        let tree = KnowledgeTree::build(&build, variant, kparams, document, name).await?;
         return Ok(Prepared::Kt(Box::new(tree)));
     }
     if kind == MemoryKind::SummaryTree {
@@ -409,77 +514,10 @@ pub async fn prepare(
         }
         Memory::segments_only(document, params, ctx.llm.model())
     };
-    crate::embed::index_memory(&mut memory, ctx.embedder)?;
+    if tuning.vectors {
+        crate::embed::index_memory(&mut memory, ctx.embedder)?;
+    }
     Ok(Prepared::Graph(Box::new(memory)))
-}
-
-/// Answers `question` over `memory` with `spec`. `options` (multiple choice) make the answer
-/// the option letter. `nav` holds the navigation settings (its method and ablation flags are
-/// overridden by `spec`).
-pub async fn answer(
-    spec: MethodSpec,
-    ctx: &Ctx<'_>,
-    nav: &Options,
-    prepared: &Prepared,
-    question: &str,
-    options: &[String],
-) -> Result<Trace, MethodError> {
-    let mut trace = match (spec, prepared) {
-        (MethodSpec::SummaryTree, Prepared::Tree(t)) => {
-            t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
-                .await?
-        }
-        (MethodSpec::KnowledgeTree | MethodSpec::MemWalker, Prepared::Kt(t))
-            if (spec == MethodSpec::MemWalker) == (t.variant == Variant::MemWalker) =>
-        {
-            t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
-                .await?
-        }
-        (MethodSpec::Garlic, Prepared::Garlic(g)) => {
-            g.ask(
-                ctx.llm,
-                ctx.prompts,
-                ctx.embedder,
-                ctx.window,
-                question,
-                options,
-            )
-            .await?
-        }
-        (MethodSpec::Baseline(b), Prepared::Graph(m)) => {
-            super::answer(b, ctx, m, question, options).await?
-        }
-        (
-            MethodSpec::Navigate {
-                method,
-                reflection,
-                navigation,
-                ..
-            },
-            Prepared::Graph(m),
-        ) => {
-            let mut opts = nav.clone();
-            opts.method = method;
-            opts.reflection = reflection;
-            opts.navigation = navigation;
-            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
-                .ask(question, options)
-                .await?
-        }
-        _ => {
-            return Err(MethodError::WrongMemory {
-                method: spec.to_string(),
-                kind: match prepared {
-                    Prepared::Graph(_) => "graph".into(),
-                    Prepared::Tree(_) => "summary-tree".into(),
-                    Prepared::Kt(t) => format!("{:?}", t.variant),
-                    Prepared::Garlic(_) => "garlic".into(),
-                },
-            })
-        }
-    };
-    trace.method = spec.to_string();
-    Ok(trace)
 }
 
 #[cfg(test)]
@@ -515,12 +553,14 @@ mod tests {
             "te",
             "kn-no-reflection",
             "kn-no-navigation",
+            "ges-no-reflection",
             "no-graph-update",
             "no-open-entity",
             "bm25-top3",
             "contriever-top1",
             "vanilla-left",
             "vanilla-right",
+            "vanilla-middle",
             "full",
             "summary-tree",
             "knowledge-tree",
@@ -530,12 +570,14 @@ mod tests {
             let spec: MethodSpec = name.parse().unwrap();
             assert_eq!(spec.to_string(), name);
         }
-        let err = "raptor".parse::<MethodSpec>().unwrap_err();
-        assert!(err.contains("unknown method 'raptor'"), "{err}");
-        assert!(
-            err.contains("garlic"),
-            "the error lists the known names: {err}"
-        );
+        for bad in ["raptor", "kn-no-memory", "bm25-top0", "vanilla-middle2"] {
+            let err = bad.parse::<MethodSpec>().unwrap_err();
+            assert!(err.contains(&format!("unknown method '{bad}'")), "{err}");
+            assert!(
+                err.contains("garlic") && err.contains("vanilla-middle"),
+                "the error lists the known names: {err}"
+            );
+        }
         assert_eq!(
             "no-open-entity"
                 .parse::<MethodSpec>()
@@ -544,5 +586,18 @@ mod tests {
             MemoryKind::NoOpenEntity
         );
         assert!(!"bm25-top2".parse::<MethodSpec>().unwrap().uses_trials());
+        assert!("te".parse::<MethodSpec>().unwrap().uses_trials());
+    }
+
+    #[test]
+    fn memory_kinds_parse_by_their_names() {
+        for kind in MemoryKind::ALL {
+            assert_eq!(kind.name().parse::<MemoryKind>().unwrap(), kind);
+        }
+        let err = "tree".parse::<MemoryKind>().unwrap_err();
+        assert!(
+            err.contains("'tree'") && err.contains("summary-tree"),
+            "{err}"
+        );
     }
 }

@@ -473,6 +473,48 @@ impl SummaryTree {
     }
 }
 
+/// The summary-tree cuts (seed 002) as a method.
+#[derive(Clone, Copy, Debug)]
+pub struct SummaryTreeMethod;
+
+pub const FAMILY: super::method::Family = super::method::Family {
+    names: "summary-tree",
+    parse: |name| {
+        (name == "summary-tree").then(|| super::method::MethodSpec::new(SummaryTreeMethod))
+    },
+};
+
+#[async_trait::async_trait]
+impl super::method::Method for SummaryTreeMethod {
+    fn name(&self) -> String {
+        "summary-tree".into()
+    }
+
+    fn memory_kind(&self) -> super::MemoryKind {
+        super::MemoryKind::SummaryTree
+    }
+
+    async fn answer(
+        &self,
+        ctx: &super::Ctx<'_>,
+        _nav: &crate::navigate::Options,
+        prepared: &super::Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, super::MethodError> {
+        let super::Prepared::Tree(t) = prepared else {
+            return Err(super::method::wrong_memory(self, prepared));
+        };
+        Ok(t.ask(ctx.llm, ctx.prompts, ctx.window, question, options)
+            .await?)
+    }
+
+    fn recorded_context(&self) -> super::Recorded {
+        // The final cut's leaves, shown verbatim.
+        super::Recorded::Units
+    }
+}
+
 /// Writes the tree atomically.
 pub fn save(tree: &SummaryTree, path: &Path) -> Result<(), TreeError> {
     let bytes = serde_json::to_vec(tree)

@@ -1,0 +1,167 @@
+//! The boundary every method stands behind: the [`Method`] trait, the [`MethodSpec`] handle the
+//! harness, batch jobs and the CLI pass around, and the registry of method families that parses
+//! a method's name.
+//!
+//! Boundary: the callers (`eval`, `batch`, `qrmem ask`) know a method only through this trait;
+//! what a method reads is a [`Prepared`] memory of its [`MemoryKind`], built by
+//! [`super::prepare`]. Adding a method is one module implementing [`Method`] with a [`Family`]
+//! that parses its names, its `mod` line, and one line in [`FAMILIES`].
+//!
+//! Invariant: a method's [`Method::name`] parses back to the same method (the name is how rows of
+//! `results.jsonl` name their method).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::spec::{MemoryKind, MethodError, Prepared};
+use super::Ctx;
+use crate::navigate::{Options, Trace};
+
+/// A method: a name, the memory it reads and how it answers a question from that memory.
+#[async_trait]
+pub trait Method: Send + Sync + fmt::Debug {
+    /// The name used on the command line and in reports; it parses back to this method.
+    fn name(&self) -> String;
+
+    /// The memory this method reads.
+    fn memory_kind(&self) -> MemoryKind;
+
+    /// Whether `max_trials` applies (the navigators; not the one-shot methods).
+    fn uses_trials(&self) -> bool {
+        false
+    }
+
+    /// Answers `question` from `prepared` (a memory of [`Method::memory_kind`]); `options`
+    /// (multiple choice) make the answer the option letter. `nav` holds the navigation settings
+    /// of the configuration (a navigator overrides its own method and ablation flags).
+    async fn answer(
+        &self,
+        ctx: &Ctx<'_>,
+        nav: &Options,
+        prepared: &Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, MethodError>;
+
+    /// What rows recorded before rows carried their spans say about the context shown (the
+    /// report's backfill). A method added since has no such rows.
+    fn recorded_context(&self) -> Recorded {
+        Recorded::Unknown
+    }
+}
+
+/// How the spans of an old row (one without spans) are recovered from what it recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// A truncation of the document, recomputed from the prompt and window.
+    Truncation { from_end: bool },
+    /// `segments_used` indexes the 600-token segments; `answer`: whether they were all in the
+    /// one answer prompt (otherwise only the read spans are known).
+    Segments { answer: bool },
+    /// `segments_used` indexes the units of the method's own memory (leaves, nodes), and the
+    /// answer showed what was read.
+    Units,
+    /// Nothing can be recovered.
+    Unknown,
+}
+
+/// A family of methods: the names it answers to (for help and error messages) and its parser.
+pub struct Family {
+    /// The family's names as users write them, e.g. "bm25-topK, contriever-topK".
+    pub names: &'static str,
+    /// The method a name stands for, if it is one of this family's.
+    pub parse: fn(&str) -> Option<MethodSpec>,
+}
+
+/// Every method family, in the order of `--help` and error messages. Adding a method: a module
+/// implementing [`Method`] and a line here.
+pub const FAMILIES: &[&Family] = &[
+    &super::navigators::FAMILY,
+    &super::baseline::FAMILY,
+    &super::vanilla_middle::FAMILY,
+    &super::summary_tree::FAMILY,
+    &super::knowledge_tree::FAMILY,
+    &super::garlic::FAMILY,
+];
+
+/// The names of every method, comma-separated.
+pub fn method_names() -> String {
+    FAMILIES
+        .iter()
+        .map(|f| f.names)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A method, by the name used on the command line and in reports: a shared handle on a
+/// [`Method`]. Two specs are equal when their names are.
+#[derive(Clone)]
+pub struct MethodSpec(Arc<dyn Method>);
+
+impl MethodSpec {
+    pub fn new(method: impl Method + 'static) -> Self {
+        MethodSpec(Arc::new(method))
+    }
+}
+
+impl std::ops::Deref for MethodSpec {
+    type Target = dyn Method;
+    fn deref(&self) -> &(dyn Method + 'static) {
+        &*self.0
+    }
+}
+
+impl FromStr for MethodSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FAMILIES
+            .iter()
+            .find_map(|f| (f.parse)(s))
+            .ok_or_else(|| format!("unknown method '{s}' (one of: {})", method_names()))
+    }
+}
+
+impl fmt::Display for MethodSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.name())
+    }
+}
+
+impl fmt::Debug for MethodSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MethodSpec({})", self.0.name())
+    }
+}
+
+impl PartialEq for MethodSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name() == other.0.name()
+    }
+}
+
+impl Eq for MethodSpec {}
+
+/// Answers `question` over `prepared` with `spec`, and names the trace by the spec.
+pub async fn answer(
+    spec: &MethodSpec,
+    ctx: &Ctx<'_>,
+    nav: &Options,
+    prepared: &Prepared,
+    question: &str,
+    options: &[String],
+) -> Result<Trace, MethodError> {
+    let mut trace = spec.answer(ctx, nav, prepared, question, options).await?;
+    trace.method = spec.to_string();
+    Ok(trace)
+}
+
+/// The error of a method given a memory it cannot read.
+pub fn wrong_memory(method: &dyn Method, prepared: &Prepared) -> MethodError {
+    MethodError::WrongMemory {
+        method: method.name(),
+        kind: prepared.kind_name(),
+    }
+}

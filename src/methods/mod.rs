@@ -1,0 +1,43 @@
+//! Every method behind one API, used alike by `qrmem ask`, `qrmem build`, the eval harness and
+//! batch jobs:
+//! - name a method: [`MethodSpec`] (parsed by the families of [`method::FAMILIES`]);
+//! - prepare its memory for a document ([`prepare`]), or open a saved one ([`open`]: the kind is
+//!   read from the file's format) and save it ([`save`]);
+//! - answer a question from it with a [`Trace`](crate::navigate::Trace) ([`run`]).
+//!
+//! The methods: the QRMeM navigators and ablations ([`navigators`]), the paper's baselines
+//! ([`baseline`], [`vanilla_middle`]) and the seed systems ([`summary_tree`],
+//! [`knowledge_tree`], [`garlic`]).
+
+pub mod baseline;
+mod entry;
+pub mod garlic;
+pub mod knowledge_tree;
+pub mod method;
+pub mod navigators;
+mod spec;
+mod store;
+pub mod summary_tree;
+pub mod vanilla_middle;
+
+pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
+pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
+pub use method::{answer as run, method_names, Method, MethodSpec, Recorded};
+pub use spec::{
+    load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, PrepareCtx,
+    Prepared, Tuning,
+};
+pub use store::{MemoryDir, Origin};
+
+use crate::embed::Embedder;
+use crate::llm::Service;
+use crate::navigate::Window;
+use crate::prompts::Prompts;
+
+/// What every method answers with: the LLM, the prompts, the embedder and the window.
+pub struct Ctx<'a> {
+    pub llm: &'a Service,
+    pub prompts: &'a Prompts,
+    pub embedder: &'a dyn Embedder,
+    pub window: Window,
+}

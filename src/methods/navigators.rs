@@ -1,0 +1,105 @@
+//! The QRMeM navigators as methods: KN (Algorithm 1), GES and TE over the graph memory, and the
+//! paper's ablations (no reflection, no navigation, a memory built without graph update or
+//! without open entity recognition).
+
+use async_trait::async_trait;
+
+use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
+use super::spec::{MemoryKind, MethodError, Prepared};
+use super::Ctx;
+use crate::navigate::{Method as NavMethod, Navigator, Options, Trace};
+
+/// A navigator over a QRMeM memory of `memory` kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Navigate {
+    pub method: NavMethod,
+    /// Ablation: score edges with [Q; R; E_s] (true) or Q only (false).
+    pub reflection: bool,
+    /// Ablation: navigate (true) or answer from S_imp only (false).
+    pub navigation: bool,
+    pub memory: MemoryKind,
+}
+
+pub const FAMILY: Family = Family {
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity",
+    parse,
+};
+
+fn parse(name: &str) -> Option<MethodSpec> {
+    let nav = |method, reflection, navigation, memory| {
+        Some(MethodSpec::new(Navigate {
+            method,
+            reflection,
+            navigation,
+            memory,
+        }))
+    };
+    match name {
+        "no-graph-update" => return nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
+        "no-open-entity" => return nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
+        _ => {}
+    }
+    // kn, ges, te, each with -no-reflection or -no-navigation.
+    let (method, reflection, navigation) = match name.split_once("-no-") {
+        None => (name, true, true),
+        Some((m, "reflection")) => (m, false, true),
+        Some((m, "navigation")) => (m, true, false),
+        Some(_) => return None,
+    };
+    let method = match method {
+        "kn" => NavMethod::Kn,
+        "ges" => NavMethod::Ges,
+        "te" => NavMethod::Te,
+        _ => return None,
+    };
+    nav(method, reflection, navigation, MemoryKind::Graph)
+}
+
+#[async_trait]
+impl Method for Navigate {
+    fn name(&self) -> String {
+        match (self.memory, self.reflection, self.navigation) {
+            (MemoryKind::NoGraphUpdate, ..) => "no-graph-update".into(),
+            (MemoryKind::NoOpenEntity, ..) => "no-open-entity".into(),
+            (_, false, _) => format!("{}-no-reflection", self.method),
+            (_, _, false) => format!("{}-no-navigation", self.method),
+            _ => self.method.to_string(),
+        }
+    }
+
+    fn memory_kind(&self) -> MemoryKind {
+        self.memory
+    }
+
+    fn uses_trials(&self) -> bool {
+        true
+    }
+
+    async fn answer(
+        &self,
+        ctx: &Ctx<'_>,
+        nav: &Options,
+        prepared: &Prepared,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, MethodError> {
+        let Prepared::Graph(m) = prepared else {
+            return Err(wrong_memory(self, prepared));
+        };
+        let mut opts = nav.clone();
+        opts.method = self.method;
+        opts.reflection = self.reflection;
+        opts.navigation = self.navigation;
+        Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
+            .ask(question, options)
+            .await?)
+    }
+
+    fn recorded_context(&self) -> Recorded {
+        // GES's only prompt with segments is its answer; KN and TE recorded every segment
+        // shown, not the answer prompt's.
+        Recorded::Segments {
+            answer: self.method == NavMethod::Ges,
+        }
+    }
+}

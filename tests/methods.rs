@@ -1,0 +1,330 @@
+//! The one method API with a scripted LLM: a saved memory of every kind opens by its file's
+//! format and names its own method; a method refuses a memory of another kind; `ask` answers
+//! through the same `run` as the harness; vanilla-middle (the method added to check that adding
+//! one is a module and a line) keeps the head and tail of a long document.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::bow::Bow;
+use qrmem::config::Config;
+use qrmem::llm::{LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::memory::{BuildParams, Memory};
+use qrmem::methods::garlic::{Garlic, GarlicParams};
+use qrmem::methods::knowledge_tree::{KnowledgeTree, KtParams, Variant};
+use qrmem::methods::summary_tree::{SummaryTree, TreeParams};
+use qrmem::methods::{
+    self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, PrepareCtx, Prepared, Source,
+    Tuning,
+};
+use qrmem::navigate::{Options, Window};
+use qrmem::prompts::Prompts;
+
+fn policy() -> Policy {
+    Policy {
+        temperature: 0.0,
+        max_tokens: 256,
+        frequency_penalty: 0.0,
+        json_retries: 1,
+        retry_temperature: 0.7,
+    }
+}
+
+fn kt(variant: Variant) -> KnowledgeTree {
+    KnowledgeTree {
+        format: methods::knowledge_tree::FORMAT.into(),
+        version: methods::knowledge_tree::VERSION,
+        variant,
+        model: "scripted".into(),
+        params: KtParams::default(),
+        nodes: vec![],
+        failures: vec![],
+        ledger: LedgerSnapshot::default(),
+        build_secs: 0.0,
+    }
+}
+
+fn garlic() -> Garlic {
+    Garlic {
+        format: methods::garlic::FORMAT.into(),
+        version: methods::garlic::VERSION,
+        model: "scripted".into(),
+        embedder: "bow".into(),
+        params: GarlicParams::default(),
+        nodes: vec![],
+        top: vec![],
+        failures: vec![],
+        ledger: LedgerSnapshot::default(),
+        build_secs: 0.0,
+    }
+}
+
+/// Sentences "Line N of the long record." joined: about 8 tokens each.
+fn long_doc(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("Line {i} of the long record.\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_memory_kind_opens_by_its_files_format_and_names_its_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments = Memory::segments_only(
+        &long_doc(50),
+        BuildParams::from_config(&Config::default()),
+        "m",
+    );
+    let (graph, _) = common::velden::build(false, common::velden::params()).await;
+    let mut no_update_params = common::velden::params();
+    no_update_params.graph_update = false;
+    let (no_update, _) = common::velden::build(false, no_update_params).await;
+    let cases: Vec<(Prepared, MemoryKind, &str)> = vec![
+        (
+            Prepared::Graph(Box::new(segments)),
+            MemoryKind::Segments,
+            "ges",
+        ),
+        (Prepared::Graph(Box::new(graph)), MemoryKind::Graph, "ges"),
+        (
+            Prepared::Graph(Box::new(no_update)),
+            MemoryKind::NoGraphUpdate,
+            "ges",
+        ),
+        (
+            Prepared::Tree(Box::new(SummaryTree::new(
+                TreeParams::default(),
+                "scripted",
+            ))),
+            MemoryKind::SummaryTree,
+            "summary-tree",
+        ),
+        (
+            Prepared::Kt(Box::new(kt(Variant::KnowledgeTree))),
+            MemoryKind::KnowledgeTree,
+            "knowledge-tree",
+        ),
+        (
+            Prepared::Kt(Box::new(kt(Variant::MemWalker))),
+            MemoryKind::MemWalker,
+            "memwalker",
+        ),
+        (
+            Prepared::Garlic(Box::new(garlic())),
+            MemoryKind::Garlic,
+            "garlic",
+        ),
+    ];
+    for (i, (prepared, kind, method)) in cases.into_iter().enumerate() {
+        // No extension gives the kind away: only the file's format does.
+        let path = dir.path().join(format!("memory-{i}"));
+        methods::save(&prepared, &path).unwrap();
+        let opened = methods::open(&path).unwrap();
+        assert_eq!(opened.kind(), kind, "{}", path.display());
+        // A QRMeM or segments memory answers with the configured navigator ("ges" here).
+        let spec = opened.default_method("ges").unwrap();
+        assert_eq!(spec.to_string(), method, "{kind:?}");
+    }
+    // A file that is no memory, and one cut short, are errors naming the file.
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, r#"{"format": "something-else", "x": 1}"#).unwrap();
+    let err = methods::open(&foreign).unwrap_err().to_string();
+    assert!(
+        err.contains("foreign.json") && err.contains("not a qrmem memory"),
+        "{err}"
+    );
+    let cut = dir.path().join("cut.qrm");
+    let whole = std::fs::read(dir.path().join("memory-4")).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let err = methods::open(&cut).unwrap_err().to_string();
+    assert!(err.contains("cut.qrm"), "{err}");
+    let err = methods::open(&dir.path().join("missing.qrm"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing.qrm"), "{err}");
+}
+
+#[tokio::test]
+async fn a_method_refuses_a_memory_of_another_kind_without_calling_the_llm() {
+    let llm = Arc::new(ScriptedLlm::new([]));
+    let svc = Service::new(llm.clone(), None, policy());
+    let prompts = Prompts::load().unwrap();
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+    };
+    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let memwalker = Prepared::Kt(Box::new(kt(Variant::MemWalker)));
+    let segments = Prepared::Graph(Box::new(Memory::segments_only(
+        &long_doc(5),
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )));
+    for (method, prepared, kind) in [
+        ("knowledge-tree", &memwalker, "memwalker"),
+        ("bm25-top1", &memwalker, "memwalker"),
+        ("garlic", &segments, "graph"),
+        ("summary-tree", &segments, "graph"),
+        ("kn", &memwalker, "memwalker"),
+    ] {
+        let spec: MethodSpec = method.parse().unwrap();
+        let err = methods::run(&spec, &ctx, &nav, prepared, "Q?", &[])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MethodError::WrongMemory { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!("the method {method} cannot read a memory of kind {kind}")
+        );
+    }
+    assert_eq!(llm.received().len(), 0);
+}
+
+/// A scripted LLM that answers "yes" and keeps the prompts it was sent.
+fn recording() -> (Arc<ScriptedLlm>, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        keep.lock()
+            .unwrap()
+            .push(r.messages.last().unwrap().content.clone());
+        Scripted::Reply(r#"{"reasoning": "it says so", "answer": "yes"}"#.into())
+    });
+    (Arc::new(llm), seen)
+}
+
+#[tokio::test]
+async fn vanilla_middle_keeps_the_head_and_tail_and_records_both_spans() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let spec: MethodSpec = "vanilla-middle".parse().unwrap();
+    assert_eq!(spec.memory_kind(), MemoryKind::Segments);
+    assert!(!spec.uses_trials());
+    // 400 lines (~3,200 tokens) into a 1,024-token window: the middle must go.
+    let doc = long_doc(400);
+    let memory = Prepared::Graph(Box::new(Memory::segments_only(
+        &doc,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )));
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(1024, 128),
+    };
+    let trace = methods::run(&spec, &ctx, &nav, &memory, "Is it long?", &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.method, "vanilla-middle");
+    assert_eq!(trace.answer, "yes");
+    assert_eq!(trace.requests, 1);
+    let spans = &trace.answer_spans;
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    assert_eq!(spans[0].0, 0);
+    assert_eq!(spans[1].1, doc.len());
+    assert!(spans[0].1 < spans[1].0, "a gap in the middle: {spans:?}");
+    // About half the room each side.
+    let (head, tail) = (spans[0].1, doc.len() - spans[1].0);
+    assert!(head.abs_diff(tail) < head / 5, "{head} vs {tail}");
+    assert_eq!(trace.read_spans, trace.answer_spans);
+    let prompt = seen.lock().unwrap()[0].clone();
+    assert!(prompt.contains("Line 0 of") && prompt.contains("Line 399 of"));
+    assert!(!prompt.contains("Line 200 of") && prompt.contains("[...]"));
+    assert!(
+        qrmem::text::count_tokens(&prompt) <= 1024 - 128,
+        "the prompt fits the window"
+    );
+
+    // A document that fits is shown whole: one span, no cut.
+    let short = long_doc(10);
+    let memory = Prepared::Graph(Box::new(Memory::segments_only(
+        &short,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )));
+    let trace = methods::run(&spec, &ctx, &nav, &memory, "Is it long?", &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.answer_spans, vec![(0, short.len())]);
+    assert!(!seen.lock().unwrap()[1].contains("[...]"));
+}
+
+#[tokio::test]
+async fn ask_opens_a_saved_memory_and_answers_with_the_method_its_kind_or_the_flags_name() {
+    let dir = tempfile::tempdir().unwrap();
+    // ~2,400 tokens: four 600-token segments.
+    let doc = long_doc(300);
+    let path = dir.path().join("segments.qrm");
+    let memory = Memory::segments_only(&doc, BuildParams::from_config(&Config::default()), "m");
+    methods::save(&Prepared::Graph(Box::new(memory)), &path).unwrap();
+    let prompts = Prompts::load().unwrap();
+    let mut config = Config::default();
+    config.navigate.method = "ges".into();
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = PrepareCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    let mut request = AskRequest {
+        source: Source::Memory(path.clone()),
+        question: "Which line is 42?".into(),
+        options: vec![],
+        method: None,
+        no_reflection: false,
+        no_navigation: false,
+        tuning: Tuning::default(),
+    };
+    // No method named: a segments memory answers with the configured navigator.
+    let outcome = methods::ask(&ctx, &request, None).await.unwrap();
+    assert_eq!(outcome.trace.method, "ges");
+    assert!(outcome.built.is_none());
+    let before = seen.lock().unwrap().len();
+    request.method = Some("bm25-top2".into());
+    let outcome = methods::ask(&ctx, &request, None).await.unwrap();
+    assert_eq!(outcome.trace.method, "bm25-top2");
+    assert_eq!(outcome.trace.final_segments.len(), 2);
+    request.method = Some("vanilla-middle".into());
+    let outcome = methods::ask(&ctx, &request, None).await.unwrap();
+    assert_eq!(outcome.trace.method, "vanilla-middle");
+    assert_eq!(seen.lock().unwrap().len(), before + 2, "one request each");
+    // The ablation flags name a navigator's ablation, and refuse a method that has none.
+    request.method = Some("ges".into());
+    request.no_reflection = true;
+    let spec_err = methods::ask(&ctx, &request, None).await;
+    // ges-no-reflection over a segments memory: a real navigator run, no graph to expand.
+    assert_eq!(spec_err.unwrap().trace.method, "ges-no-reflection");
+    request.method = Some("bm25-top2".into());
+    let err = methods::ask(&ctx, &request, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("unknown method 'bm25-top2-no-reflection'") && err.contains("--no-reflection"),
+        "{err}"
+    );
+    // A document source prepares the method's memory and saves it where asked.
+    let doc_path = dir.path().join("doc.txt");
+    std::fs::write(&doc_path, &doc).unwrap();
+    let saved = dir.path().join("saved.qrm");
+    let request = AskRequest {
+        source: Source::Document {
+            path: doc_path,
+            save: Some(saved.clone()),
+        },
+        method: Some("contriever-top1".into()),
+        no_reflection: false,
+        ..request
+    };
+    let outcome = methods::ask(&ctx, &request, None).await.unwrap();
+    assert_eq!(outcome.trace.method, "contriever-top1");
+    assert!(outcome.built.unwrap().contains("segments"));
+    assert_eq!(methods::open(&saved).unwrap().kind(), MemoryKind::Segments);
+}
