@@ -238,6 +238,37 @@ fn check_cache(config: &Config) -> Check {
     }
 }
 
+/// Whether the configured embedder loads (a warning, not a failure: only the dense methods
+/// and GARLIC need it).
+pub fn embedder_check(config: &Config) -> Check {
+    use crate::embed::Embedder;
+    match crate::embed::from_config(config) {
+        Ok(e) => Check::new(
+            "embedder",
+            Status::Ok,
+            format!(
+                "{} loads: dim {}, {}, max {} tokens, on {:?}",
+                e.model_id(),
+                e.dim(),
+                if e.normalized() {
+                    "normalised (cosine)"
+                } else {
+                    "raw dot product"
+                },
+                e.inner().max_len(),
+                e.inner().device()
+            ),
+            None,
+        ),
+        Err(err) => Check::new(
+            "embedder",
+            Status::Warn,
+            format!("{err} (pass --no-vectors to build without vectors)"),
+            Some("scripts/setup-embedder.sh, or set QRMEM_EMBED_MODEL_DIR".into()),
+        ),
+    }
+}
+
 /// Files a Hugging Face style BERT model directory needs.
 pub fn missing_model_files(dir: &Path) -> Vec<&'static str> {
     let mut missing = Vec::new();

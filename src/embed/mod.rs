@@ -121,6 +121,47 @@ impl Embedder for TimedEmbedder<'_> {
     }
 }
 
+/// The embedder a configuration describes, its vectors kept by content in
+/// `<cache dir>/embeddings` unless the cache is off (like the LLM's replies).
+pub fn from_config(config: &crate::config::Config) -> Result<DiskCache<BertEmbedder>, EmbedError> {
+    let e = &config.embed;
+    let bert = BertEmbedder::load(
+        &e.model_dir,
+        e.normalize.as_option(),
+        e.batch_size,
+        e.threads,
+    )?;
+    let dir = config
+        .cache
+        .enabled
+        .then(|| config.cache.dir.join("embeddings"));
+    Ok(DiskCache::new(bert, dir))
+}
+
+/// The embedder of a command that was told not to load one (`qrmem build --no-vectors`): any
+/// use is an error saying why there is none.
+pub struct Unavailable {
+    pub reason: String,
+}
+
+impl Embedder for Unavailable {
+    fn model_id(&self) -> &str {
+        "none"
+    }
+    fn dim(&self) -> usize {
+        0
+    }
+    fn normalized(&self) -> bool {
+        false
+    }
+    fn embed(&self, _texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Err(EmbedError::Run(format!(
+            "no embedder is loaded: {}",
+            self.reason
+        )))
+    }
+}
+
 /// An embedder with an in-memory cache keyed by (model, text): each distinct text is embedded
 /// once per process.
 pub struct CachedEmbedder<E: Embedder> {

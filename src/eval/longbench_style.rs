@@ -102,3 +102,32 @@ pub fn generate(
         })
         .collect()
 }
+/// `qrmem data longbench-style`: generates the first `limit` items (all by default) from the
+/// HotpotQA distractor file `input` into the jsonl file `output` (written whole: a temporary
+/// file, then a rename). Padding draws on every item's paragraphs; `limit` only cuts the output.
+/// Returns the number of items written.
+pub fn write_jsonl(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    words: usize,
+    seed: u64,
+    limit: Option<usize>,
+) -> Result<usize, super::datasets::DatasetError> {
+    let raw = super::datasets::load_hotpot_raw(input)?;
+    let n = limit.unwrap_or(raw.len()).min(raw.len());
+    let items = generate(&raw, n, words, seed);
+    let fail = |message: String| super::datasets::DatasetError {
+        path: output.display().to_string(),
+        line: None,
+        message,
+    };
+    let mut text = String::new();
+    for it in &items[..n] {
+        text.push_str(&serde_json::to_string(it).map_err(|e| fail(e.to_string()))?);
+        text.push('\n');
+    }
+    let tmp = output.with_extension("jsonl.tmp");
+    std::fs::write(&tmp, text).map_err(|e| fail(format!("cannot write {}: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, output).map_err(|e| fail(format!("cannot write: {e}")))?;
+    Ok(n)
+}

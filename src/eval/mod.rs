@@ -3,6 +3,7 @@
 
 pub mod datasets;
 pub mod evidence;
+pub mod experiment;
 pub mod longbench_style;
 pub mod metrics;
 mod plot;

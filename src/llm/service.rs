@@ -56,6 +56,22 @@ pub struct Service {
 }
 
 impl Service {
+    /// The service a configuration describes: its OpenAI-compatible server(s), the reply cache
+    /// unless it is off, and its retry and sampling policy.
+    pub fn from_config(config: &crate::config::Config) -> Result<Self, LlmError> {
+        let client = super::OpenAiClient::new(&config.llm, config.api_key.clone())?;
+        let cache = if config.cache.enabled {
+            Some(ReplyCache::open(&config.cache.dir)?)
+        } else {
+            None
+        };
+        Ok(Service::new(
+            Arc::new(client),
+            cache,
+            Policy::from(&config.llm),
+        ))
+    }
+
     pub fn new(backend: Arc<dyn Llm>, cache: Option<ReplyCache>, policy: Policy) -> Self {
         let ledger = Arc::new(Ledger::new(backend.model()));
         Service {

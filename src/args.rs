@@ -1,0 +1,286 @@
+//! The command line of the `qrmem` binary (part of the binary, not of the library): every
+//! subcommand and flag, parsed by clap. `main.rs` turns them into calls of the library.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use qrmem::methods::MemoryKind;
+
+#[derive(Parser)]
+#[command(
+    name = "qrmem",
+    version,
+    about = "Long-context question answering over a query-oriented memory (QRMeM)"
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Args)]
+pub(crate) struct Global {
+    /// Configuration file (default: $QRMEM_CONFIG, else ./qrmem.toml if present, else built-in defaults).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// OpenAI-compatible base URL (repeat for round-robin over several servers).
+    #[arg(long = "llm-base-url", global = true, value_name = "URL")]
+    pub(crate) llm_base_url: Vec<String>,
+    /// Model name sent to the server.
+    #[arg(long = "llm-model", global = true, value_name = "NAME")]
+    pub(crate) llm_model: Option<String>,
+    /// Requests in flight at once.
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) concurrency: Option<usize>,
+    /// Per-request timeout in seconds.
+    #[arg(long, global = true, value_name = "SECS")]
+    pub(crate) timeout: Option<f64>,
+    /// Do not read or write the LLM reply cache.
+    #[arg(long = "no-cache", global = true)]
+    pub(crate) no_cache: bool,
+    /// Directory of the LLM reply cache.
+    #[arg(long = "cache-dir", global = true, value_name = "DIR")]
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// One LLM round trip: prints the reply, then the ledger.
+    Chat(ChatArgs),
+    /// Checks the LLM endpoint, the model, the embedder model directory and libtorch.
+    Doctor,
+    /// Builds the memory of a document (segments + query-oriented graph) into a memory file.
+    Build(BuildArgs),
+    /// Answers a question over a memory (or a document, building its memory first).
+    Ask(AskArgs),
+    /// Answers every question of a jobs file (one JSON job per line) into an output file;
+    /// resumable. Exit status 0 when every question was answered, 2 when some failed or were
+    /// invalid (see their lines), 1 when the run could not start.
+    Batch(BatchArgs),
+    /// Runs methods over a dataset and writes results.jsonl, report.md and report.json.
+    Eval(EvalArgs),
+    /// Prints a memory's counts, failures and top entities.
+    Inspect {
+        /// The memory file.
+        memory: PathBuf,
+        /// How many top entities to list.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+    },
+    /// Exports a memory's graph for Gephi / Cytoscape.
+    Export(ExportArgs),
+    /// Prints the effective configuration as TOML (the API key is never printed).
+    Config,
+    /// Dataset preparation.
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DataCommand {
+    /// LongBench-style long contexts from HotpotQA (the stand-in for LongBench's HotpotQA).
+    LongbenchStyle {
+        /// HotpotQA distractor JSON.
+        #[arg(long = "in", value_name = "FILE")]
+        input: PathBuf,
+        /// Output jsonl (LongBench's fields).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Words per context, about.
+        #[arg(long, default_value_t = 9000)]
+        words: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Only the first N items.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+#[derive(Args)]
+pub(crate) struct BuildArgs {
+    /// The document (UTF-8 text).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) doc: PathBuf,
+    /// The question the graph is oriented to (optional).
+    #[arg(long)]
+    pub(crate) question: Option<String>,
+    /// Where to write the memory file.
+    #[arg(long, value_name = "MEMORY")]
+    pub(crate) out: PathBuf,
+    /// Ablation: no question generation or graph update.
+    #[arg(long)]
+    pub(crate) no_graph_update: bool,
+    /// Ablation: schema-based extractor only, no LLM entity recognition.
+    #[arg(long)]
+    pub(crate) no_open_entity: bool,
+    /// Segment length in cl100k tokens (default from the configuration: 600).
+    #[arg(long)]
+    pub(crate) segment_tokens: Option<usize>,
+    /// Do not compute the segment and edge vectors (the navigators then embed on demand).
+    #[arg(long)]
+    pub(crate) no_vectors: bool,
+    /// What to build: graph (the QRMeM memory, default), no-graph-update, no-open-entity,
+    /// segments, summary-tree (seed 002), knowledge-tree, memwalker (seed 000) or garlic (003).
+    #[arg(long, default_value = "graph")]
+    pub(crate) kind: MemoryKind,
+    /// Summary tree only: append the document to the tree already at --out (only the new
+    /// right spine is summarised).
+    #[arg(long)]
+    pub(crate) append: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct AskArgs {
+    /// A memory file built by `qrmem build` (any kind: it is read from the file).
+    #[arg(
+        long,
+        value_name = "MEMORY",
+        conflicts_with = "doc",
+        required_unless_present = "doc"
+    )]
+    pub(crate) memory: Option<PathBuf>,
+    /// A document: its memory is built first (oriented to the question).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) doc: Option<PathBuf>,
+    /// With --doc: also save the built memory here.
+    #[arg(long, value_name = "MEMORY", requires = "doc")]
+    pub(crate) save_memory: Option<PathBuf>,
+    /// With --doc: segment length in cl100k tokens.
+    #[arg(long, requires = "doc")]
+    pub(crate) segment_tokens: Option<usize>,
+    #[arg(long)]
+    pub(crate) question: String,
+    /// A multiple-choice option (repeat, in order A, B, C, ...): the answer is the letter.
+    #[arg(long = "option")]
+    pub(crate) options: Vec<String>,
+    /// kn (Algorithm 1), ges (Graph Expansion Search), te (Entity Trial), a baseline
+    /// (bm25-topK, contriever-topK, vanilla-left, vanilla-right, vanilla-middle, full), or a
+    /// seed system (summary-tree, knowledge-tree, memwalker, garlic). Default: the memory's own
+    /// (a tree's or GARLIC's), else the configuration's navigator.
+    #[arg(long)]
+    pub(crate) method: Option<String>,
+    #[arg(long)]
+    pub(crate) max_trials: Option<usize>,
+    /// Ablation: score edges with the question only.
+    #[arg(long)]
+    pub(crate) no_reflection: bool,
+    /// Ablation: answer from the question entities' segments only.
+    #[arg(long)]
+    pub(crate) no_navigation: bool,
+    /// Write the full trace as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// knowledge-tree / memwalker with --doc: characters per leaf chunk (the seed: 5000).
+    #[arg(long, requires = "doc")]
+    pub(crate) chunk_chars: Option<usize>,
+}
+
+#[derive(Args)]
+pub(crate) struct BatchArgs {
+    /// Jobs, one per line: {"id", "doc" | "doc_path", "questions": [{"id", "question", "options"?}]}.
+    /// A doc_path is relative to the jobs file's directory.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) input: PathBuf,
+    /// Answers, one JSON line per question; re-running skips the questions already there.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    /// kn (default from the configuration), ges, te, an ablation or a baseline.
+    #[arg(long)]
+    pub(crate) method: Option<String>,
+    /// Where built memories are kept, keyed by document content (default ~/.cache/qrmem/memories).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) memory_dir: Option<PathBuf>,
+    /// Refuse documents larger than this many bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub(crate) max_doc_bytes: u64,
+    /// Try the questions that failed in an earlier run again.
+    #[arg(long)]
+    pub(crate) retry_failed: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct EvalArgs {
+    /// An experiment file (eval/*.toml): title, dataset, data, methods, limit, seed, words,
+    /// trials, notes. Its data path is relative to the file; flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) experiment: Option<PathBuf>,
+    /// hotpotqa (distractor json), longbench (jsonl), longbench-style (built from HotpotQA
+    /// json), quality (L-Eval jsonl), quality-flat (QuALITY's own jsonl), qasper (L-Eval jsonl).
+    #[arg(long)]
+    pub(crate) dataset: Option<String>,
+    #[arg(long, value_name = "PATH")]
+    pub(crate) data: Option<PathBuf>,
+    /// Comma-separated methods: kn, ges, te, kn-no-reflection, kn-no-navigation,
+    /// no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left,
+    /// vanilla-right, vanilla-middle, full, summary-tree, knowledge-tree, memwalker, garlic.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) methods: Vec<String>,
+    /// The first N questions only.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+    /// Seed of the LongBench-style generation.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Words per LongBench-style context.
+    #[arg(long)]
+    pub(crate) words: Option<usize>,
+    /// Max-trials sweep for the navigators: "1..6" or "1,2,4" (default: the configuration's).
+    #[arg(long)]
+    pub(crate) trials: Option<String>,
+    /// The run directory: results.jsonl, builds.jsonl, memories/, report.md, report.json.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+    /// Run the pairs that failed in an earlier run again.
+    #[arg(long)]
+    pub(crate) retry_failed: bool,
+    /// Only (re)write the report from the results already in DIR (with the dataset at hand,
+    /// first computing the spans of rows recorded before rows carried them: DIR/backfill.jsonl).
+    #[arg(long)]
+    pub(crate) report_only: bool,
+    /// Keep every question's full trace as JSON in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) trace_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ExportFormat {
+    Graphml,
+    Json,
+}
+
+#[derive(Args)]
+pub(crate) struct ExportArgs {
+    pub(crate) memory: PathBuf,
+    #[arg(long, value_enum)]
+    pub(crate) format: ExportFormat,
+    /// Output file (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct ChatArgs {
+    /// The prompt; `-` reads it from standard input.
+    pub(crate) prompt: String,
+    /// A system message.
+    #[arg(long)]
+    pub(crate) system: Option<String>,
+    /// A JSON Schema file: the reply must be JSON following it (parsed, retried as the paper says).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) schema: Option<PathBuf>,
+    /// Ledger stage label.
+    #[arg(long, default_value = "chat")]
+    pub(crate) stage: String,
+    #[arg(long)]
+    pub(crate) max_tokens: Option<u32>,
+    #[arg(long)]
+    pub(crate) temperature: Option<f32>,
+    /// Also write the ledger as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ledger_out: Option<PathBuf>,
+}

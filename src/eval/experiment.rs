@@ -1,0 +1,364 @@
+//! The eval driver behind `qrmem eval`: an experiment file (`eval/*.toml`) and the flags that
+//! override it resolve to a [`Plan`]; [`run`] answers its pairs into the run directory (the
+//! runner) and records where the time went; [`report`] rewrites `report.md` / `report.json`
+//! from the run directory, first backfilling the spans of rows recorded before rows carried
+//! them.
+//!
+//! Boundary: reads the experiment file and the dataset, writes `DIR/run-notes.json`,
+//! `DIR/timing.jsonl`, `DIR/backfill.jsonl` and the reports (the runner writes the rest).
+//! Invariant: the report's rows follow the experiment file's method order, whatever subset a
+//! run was given; the experiment's notes are read afresh on every report.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::datasets::{self, QaItem};
+use super::runner::{self, EvalCtx, EvalError, EvalOptions, RunSummary};
+use super::{evidence, Report};
+use crate::config::Config;
+use crate::embed::{Embedder, TimedEmbedder};
+use crate::llm::Service;
+use crate::methods::MethodSpec;
+use crate::navigate::Window;
+use crate::prompts::Prompts;
+
+/// An experiment file: title, dataset, data, methods, limit, seed, words, trials, notes.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub title: Option<String>,
+    pub dataset: Option<String>,
+    /// The dataset's path, relative to the experiment file.
+    pub data: Option<PathBuf>,
+    #[serde(default)]
+    pub methods: Vec<String>,
+    pub limit: Option<usize>,
+    pub seed: Option<u64>,
+    pub words: Option<usize>,
+    pub trials: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Experiment {
+    /// Reads an experiment file; its data path is made relative to the file's directory.
+    pub fn read(path: &Path) -> Result<Experiment, EvalError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            EvalError::Input(format!(
+                "cannot read the experiment file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let mut e: Experiment = toml::from_str(&text).map_err(|e| {
+            EvalError::Input(format!(
+                "the experiment file {} is invalid: {e}",
+                path.display()
+            ))
+        })?;
+        if let Some(d) = &e.data {
+            if d.is_relative() {
+                e.data = Some(path.parent().unwrap_or(Path::new(".")).join(d));
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// What `qrmem eval` was asked: each field overrides the experiment file's.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub experiment: Option<PathBuf>,
+    pub dataset: Option<String>,
+    pub data: Option<PathBuf>,
+    pub methods: Vec<String>,
+    pub limit: Option<usize>,
+    pub seed: Option<u64>,
+    pub words: Option<usize>,
+    /// "1..6" or "1,2,4".
+    pub trials: Option<String>,
+}
+
+/// A resolved experiment: what to run and how to report it.
+pub struct Plan {
+    pub title: String,
+    pub dataset: String,
+    pub data: Option<PathBuf>,
+    /// The methods this run answers with.
+    pub methods: Vec<MethodSpec>,
+    pub trials: Vec<usize>,
+    pub limit: Option<usize>,
+    pub seed: u64,
+    pub words: usize,
+    /// The report's row order: the experiment file's methods, then any other this run names.
+    pub method_order: Vec<String>,
+    /// The experiment file's notes.
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    pub fn resolve(req: &Request) -> Result<Plan, EvalError> {
+        let exp = match &req.experiment {
+            Some(p) => Experiment::read(p)?,
+            None => Experiment::default(),
+        };
+        let dataset =
+            req.dataset.clone().or(exp.dataset).ok_or_else(|| {
+                EvalError::Input("give --dataset (or an --experiment file)".into())
+            })?;
+        let names: Vec<String> = if req.methods.is_empty() {
+            exp.methods.clone()
+        } else {
+            req.methods.clone()
+        };
+        let methods: Vec<MethodSpec> = names
+            .iter()
+            .map(|m| m.trim().parse::<MethodSpec>().map_err(EvalError::Input))
+            .collect::<Result<_, _>>()?;
+        let trials = match req.trials.as_ref().or(exp.trials.as_ref()) {
+            Some(t) => parse_trials(t).map_err(EvalError::Input)?,
+            None => vec![],
+        };
+        let title = exp
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("{dataset}: {}", names.join(", ")));
+        // Report rows follow the experiment file's order, whatever subset this run was given
+        // (`--methods` resumes a few rows of a run), then any method the file does not list.
+        let mut method_order: Vec<String> = exp
+            .methods
+            .iter()
+            .map(|m| {
+                m.trim()
+                    .parse::<MethodSpec>()
+                    .map_or_else(|_| m.trim().to_string(), |s| s.to_string())
+            })
+            .collect();
+        for s in &methods {
+            let s = s.to_string();
+            if !method_order.contains(&s) {
+                method_order.push(s);
+            }
+        }
+        Ok(Plan {
+            title,
+            data: req.data.clone().or(exp.data),
+            dataset,
+            methods,
+            trials,
+            limit: req.limit.or(exp.limit),
+            seed: req.seed.or(exp.seed).unwrap_or(0),
+            words: req.words.or(exp.words).unwrap_or(9000),
+            method_order,
+            notes: exp.notes,
+        })
+    }
+
+    /// The plan's items, and the notes the run should carry (the LongBench-style label).
+    pub fn load_items(&self) -> Result<(Vec<QaItem>, Vec<String>), EvalError> {
+        let data = self
+            .data
+            .as_ref()
+            .ok_or_else(|| EvalError::Input("give --data (or an --experiment file)".into()))?;
+        datasets::load(&self.dataset, data, self.limit, self.seed, self.words)
+            .map_err(|e| EvalError::Input(e.to_string()))
+    }
+}
+
+/// "1..6" (inclusive) or "1,2,4".
+pub fn parse_trials(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("--trials '{s}': give a range like 1..6 or a list like 1,2,4 (each >= 1)");
+    let v: Vec<usize> = if let Some((a, b)) = s.split_once("..") {
+        let (a, b): (usize, usize) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        (a..=b).collect()
+    } else {
+        s.split(',')
+            .map(|x| x.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?
+    };
+    if v.is_empty() || v.contains(&0) {
+        return Err(bad());
+    }
+    Ok(v)
+}
+
+/// The run's own notes, in the run directory.
+pub const RUN_NOTES: &str = "run-notes.json";
+
+/// The notes a run recorded: `run-notes.json`, or for a run made before it existed the older
+/// `notes.json` (the run's notes and the experiment's of that time, merged); none if neither.
+pub fn read_run_notes(out: &Path) -> Result<Vec<String>, EvalError> {
+    for name in [RUN_NOTES, "notes.json"] {
+        let path = out.join(name);
+        match std::fs::read(&path) {
+            Ok(text) => {
+                return serde_json::from_slice(&text).map_err(|_| {
+                    EvalError::Input(format!("{} is not a JSON list of notes", path.display()))
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(EvalError::Input(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// What [`run`] needs besides the plan.
+pub struct RunCtx<'a> {
+    pub llm: &'a Service,
+    pub prompts: &'a Prompts,
+    pub embedder: &'a dyn Embedder,
+    pub config: &'a Config,
+}
+
+/// Runs the plan's pairs into `out` (resuming what is there), printing progress and the ledger
+/// on stderr, and appends where the time went to `out/timing.jsonl`.
+pub async fn run(
+    ctx: &RunCtx<'_>,
+    plan: &Plan,
+    out: &Path,
+    retry_failed: bool,
+    trace_dir: Option<PathBuf>,
+) -> Result<RunSummary, EvalError> {
+    let io = |path: &Path, e: std::io::Error| {
+        EvalError::Input(format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let (items, run_notes) = plan.load_items()?;
+    let path = out.join(RUN_NOTES);
+    let notes = serde_json::to_vec_pretty(&run_notes).map_err(|e| io(&path, e.into()))?;
+    std::fs::write(&path, notes).map_err(|e| io(&path, e))?;
+    let started = Instant::now();
+    let embedder = TimedEmbedder::new(ctx.embedder);
+    let ectx = EvalCtx {
+        llm: ctx.llm,
+        prompts: ctx.prompts,
+        embedder: &embedder,
+        config: ctx.config,
+    };
+    let opts = EvalOptions {
+        methods: plan.methods.clone(),
+        trials: plan.trials.clone(),
+        concurrency: ctx.config.llm.concurrency,
+        retry_failed,
+        progress: true,
+        trace_dir,
+    };
+    eprintln!(
+        "{} questions x {} methods -> {}",
+        items.len(),
+        plan.methods.len(),
+        out.display()
+    );
+    let summary = runner::run(&ectx, &items, out, &opts).await?;
+    eprintln!(
+        "finished {} pairs ({} failed), skipped {} already done; memories built {}, loaded {}; {:.1} s",
+        summary.finished, summary.failed, summary.skipped, summary.memories_built, summary.memories_loaded, summary.wall_secs
+    );
+    eprintln!("{}", summary.ledger);
+    // Where the time went: LLM calls (requests and cache reads), embedding, the rest.
+    let wall = started.elapsed().as_secs_f64();
+    let t = summary.ledger.total();
+    let timing = serde_json::json!({
+        "wall_secs": wall,
+        "llm_secs": t.wall_secs,
+        "embed_secs": embedder.secs(),
+        "embedded_texts": embedder.texts(),
+        "other_secs": (wall - t.wall_secs - embedder.secs()).max(0.0),
+        "requests": t.requests,
+        "cache_hits": t.cache_hits,
+        "pairs_finished": summary.finished,
+        "pairs_skipped": summary.skipped,
+        "mean_in_flight": summary.ledger.in_flight.mean(),
+        "concurrency": ctx.config.llm.concurrency,
+    });
+    eprintln!("timing: {timing}");
+    let path = out.join("timing.jsonl");
+    let mut line = timing.to_string().into_bytes();
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&line))
+        .map_err(|e| io(&path, e))?;
+    Ok(summary)
+}
+
+/// Rewrites `out/report.md` and `out/report.json` from the run directory and returns the
+/// report. With the dataset at hand, the spans of rows recorded before rows carried them are
+/// first computed into `out/backfill.jsonl`; without it, an earlier backfill is read.
+pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalError> {
+    let mut notes = read_run_notes(out)?;
+    for n in &plan.notes {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    let (results, builds) = runner::read_run(out)?;
+    // The items give the gold evidence and documents that old rows' spans are computed from.
+    match plan.load_items() {
+        Ok((items, _)) => {
+            let prompts = Prompts::load().map_err(|e| EvalError::Input(e.to_string()))?;
+            let nav = &config.navigate;
+            let ctx = evidence::BackfillCtx {
+                prompts: &prompts,
+                window: Window::new(nav.context_window, nav.reply_tokens),
+                segment_tokens: config.memory.segment_tokens,
+                memories: runner::memories_dir(out),
+            };
+            let (n, problems) =
+                evidence::backfill(&ctx, out, &items, &results).map_err(EvalError::Input)?;
+            if n > 0 {
+                eprintln!(
+                    "backfilled the spans of {n} rows recorded before rows carried them ({}); {} without answer spans",
+                    out.join(evidence::BACKFILL).display(),
+                    problems.len()
+                );
+            }
+        }
+        Err(e) => eprintln!(
+            "note: {e}; evidence columns come from {} where it exists",
+            out.join(evidence::BACKFILL).display()
+        ),
+    }
+    let backfill = evidence::read_backfill(out).map_err(EvalError::Input)?;
+    let report = super::report::build(
+        &plan.title,
+        &config.llm.model,
+        &results,
+        &builds,
+        &backfill,
+        &plan.method_order,
+        notes,
+    );
+    report
+        .write(out)
+        .map_err(|e| EvalError::Input(format!("writing the report into {}: {e}", out.display())))?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trials_parse_as_ranges_and_lists() {
+        assert_eq!(parse_trials("1..3").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_trials("1, 2,4").unwrap(), vec![1, 2, 4]);
+        for bad in ["0..2", "a", "", "3..1", "1,,2"] {
+            let err = parse_trials(bad).unwrap_err();
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+}
