@@ -23,4 +23,6 @@ step "cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 step "cargo test"
 QRMEM_REQUIRE_LLM=1 QRMEM_REQUIRE_EMBEDDER=1 cargo test --all-targets --locked 2>&1
+step "the committed reports regenerate byte-identical (eval/check-reports.sh)"
+eval/check-reports.sh "${CARGO_TARGET_DIR:-target}/debug/qrmem"
 step "done"

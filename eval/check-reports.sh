@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Regenerates every committed report with `qrmem eval --report-only` from a copy of its run
+# directory (as committed: `git archive HEAD`) and fails if any report.md, report.json or
+# backfill.jsonl differs by a byte from the committed one. No LLM is reached: the URL given is a
+# closed port. Needs ../shared/data (the datasets the backfill reads).
+#
+# Usage: eval/check-reports.sh [path to the qrmem binary]   (default: target/release/qrmem)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-target/release/qrmem}"
+[ -x "$bin" ] || { echo "check-reports: $bin is missing; cargo build --release first" >&2; exit 1; }
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# The copy keeps the repository's layout (the experiment files name ../../shared/data, and the
+# backfill's notes name the run's memories directory as given: runs/NAME/memories).
+mkdir -p "$tmp/repo"
+git archive HEAD eval | tar -x -C "$tmp/repo"
+ln -s "$(cd .. && pwd)/shared" "$tmp/shared"
+# run directory -> experiment file
+runs=(
+  "hotpot-longbench-style:hotpot-longbench-style.toml"
+  "hotpot-distractor:hotpot-distractor.toml"
+  "quality:quality.toml"
+  "overhead/cold:overhead.toml"
+  "overhead/warm:overhead.toml"
+)
+failed=0
+for pair in "${runs[@]}"; do
+  run="${pair%%:*}" exp="${pair##*:}"
+  dir="$tmp/repo/eval/runs/$run"
+  [ -d "$dir" ] || { echo "check-reports: eval/runs/$run is not committed" >&2; failed=1; continue; }
+  if ! (cd "$tmp/repo/eval" && "$bin" --llm-base-url http://127.0.0.1:9/v1 eval \
+        --experiment "$exp" --out "runs/$run" --report-only >/dev/null 2>"$tmp/stderr"); then
+    echo "check-reports: eval/runs/$run: the report could not be written:" >&2
+    cat "$tmp/stderr" >&2
+    failed=1
+    continue
+  fi
+  for f in report.md report.json backfill.jsonl; do
+    git cat-file -e "HEAD:eval/runs/$run/$f" 2>/dev/null || continue
+    if ! git show "HEAD:eval/runs/$run/$f" | cmp -s - "$dir/$f"; then
+      echo "check-reports: eval/runs/$run/$f differs from the committed one:" >&2
+      diff <(git show "HEAD:eval/runs/$run/$f") "$dir/$f" | head -20 >&2 || true
+      failed=1
+    fi
+  done
+  echo "eval/runs/$run: report.md, report.json and backfill.jsonl regenerate identical"
+done
+exit "$failed"
