@@ -71,6 +71,9 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 15)]
         top: usize,
     },
+    /// Writes one self-contained HTML page of a memory and, with --trace, of one question's
+    /// navigation over it (the graph or tree around it, the trace, the document strip).
+    View(ViewArgs),
     /// Exports a memory's graph for Gephi / Cytoscape.
     Export(ExportArgs),
     /// Prints the effective configuration as TOML (the API key is never printed).
@@ -245,6 +248,24 @@ pub(crate) struct EvalArgs {
     /// Keep every question's full trace as JSON in this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) trace_dir: Option<PathBuf>,
+    /// Also write an HTML page per question next to its trace (in DIR/traces unless
+    /// --trace-dir names another directory), and an index page that report.md links.
+    #[arg(long)]
+    pub(crate) html: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ViewArgs {
+    /// The memory file (any kind).
+    #[arg(long, value_name = "MEMORY")]
+    pub(crate) memory: PathBuf,
+    /// A trace over that memory (`qrmem ask --trace`, or `qrmem eval --trace-dir`, whose files
+    /// also carry the gold evidence where the dataset gives it).
+    #[arg(long, value_name = "TRACE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Where to write the page.
+    #[arg(long, value_name = "PAGE")]
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

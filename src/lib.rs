@@ -22,6 +22,7 @@ pub mod navigate;
 mod progress;
 pub mod prompts;
 pub mod text;
+pub mod view;
 
 pub use config::Config;
 pub use error::{ConfigError, LlmError};

@@ -48,7 +48,8 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             config,
         };
         let trace_dir = args.trace_dir.clone();
-        experiment::run(&ctx, &plan, &args.out, args.retry_failed, trace_dir).await?;
+        let (retry, html) = (args.retry_failed, args.html);
+        experiment::run(&ctx, &plan, &args.out, retry, trace_dir, html).await?;
     }
     let report = experiment::report(config, &plan, &args.out)?;
     println!("{}", report.to_markdown());
@@ -375,6 +376,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let m = methods::open(memory)?;
             print!("{}", m.describe(*top));
             println!("\n{}", m.ledger());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::View(args) => {
+            let (page, data) = qrmem::view::page_of_files(&args.memory, args.trace.as_deref())?;
+            std::fs::write(&args.out, page.as_bytes())
+                .with_context(|| format!("writing {}", args.out.display()))?;
+            eprintln!(
+                "wrote {} ({} nodes, {} edges, {} trace steps, {} units)",
+                args.out.display(),
+                data.nodes.len(),
+                data.edges.len(),
+                data.steps.len(),
+                data.units.len()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Export(args) => {

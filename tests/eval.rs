@@ -92,6 +92,7 @@ fn opts() -> EvalOptions {
         retry_failed: false,
         progress: false,
         trace_dir: None,
+        html: false,
     }
 }
 

@@ -229,7 +229,13 @@ pub async fn run(
     out: &Path,
     retry_failed: bool,
     trace_dir: Option<PathBuf>,
+    html: bool,
 ) -> Result<RunSummary, EvalError> {
+    // Pages go next to the traces: DIR/traces unless another directory is named.
+    let trace_dir = match trace_dir {
+        None if html => Some(out.join(PAGES)),
+        other => other,
+    };
     let io = |path: &Path, e: std::io::Error| {
         EvalError::Input(format!("cannot write {}: {e}", path.display()))
     };
@@ -252,7 +258,8 @@ pub async fn run(
         concurrency: ctx.config.llm.concurrency,
         retry_failed,
         progress: true,
-        trace_dir,
+        trace_dir: trace_dir.clone(),
+        html,
     };
     eprintln!(
         "{} questions x {} methods -> {}",
@@ -292,8 +299,77 @@ pub async fn run(
         .open(&path)
         .and_then(|mut f| f.write_all(&line))
         .map_err(|e| io(&path, e))?;
+    if let (true, Some(dir)) = (html, &trace_dir) {
+        let n = write_index(out, dir)?;
+        eprintln!(
+            "wrote {} ({n} question pages)",
+            dir.join("index.html").display()
+        );
+    }
     Ok(summary)
 }
+
+/// Where `--html` puts the traces and pages unless `--trace-dir` names another directory.
+pub const PAGES: &str = "traces";
+
+/// Writes `dir/index.html`: one row per result of the run whose page is in `dir` (score, fact
+/// recall of the answer context, answer-context tokens, requests and prompt tokens), sortable
+/// by any column. Returns the number of rows.
+pub fn write_index(out: &Path, dir: &Path) -> Result<usize, EvalError> {
+    let (results, _) = runner::read_run(out)?;
+    // The latest line per (item, method, trials) wins, as in the report.
+    let mut latest = std::collections::BTreeMap::new();
+    for r in results {
+        latest.insert(r.key(), r);
+    }
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let mut rows = String::new();
+    let mut n = 0;
+    for r in latest.values() {
+        let stem = runner::trace_stem(r);
+        if !dir.join(format!("{stem}.html")).exists() {
+            continue;
+        }
+        n += 1;
+        let recall = r.spans.answer_recall().map_or("n/a".to_string(), |(a, b)| {
+            format!("{:.1}", 100.0 * a as f64 / b.max(1) as f64)
+        });
+        let tokens = r
+            .spans
+            .answer_context_tokens
+            .map_or("n/a".to_string(), |t| t.to_string());
+        rows.push_str(&format!(
+            "<tr><td><a href=\"{}.html\">{}</a></td><td>{}</td><td>{}</td><td>{:.2}</td><td>{recall}</td><td>{tokens}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&stem),
+            esc(&r.item),
+            esc(&r.method),
+            r.max_trials.map_or("-".to_string(), |t| t.to_string()),
+            r.f1,
+            r.cost.requests,
+            r.cost.prompt_tokens,
+            esc(&r.question),
+        ));
+    }
+    let page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qrmem: question pages of {}</title>\n<style>{INDEX_STYLE}</style>\n</head>\n<body>\n<h1>Question pages of {}</h1>\n<p>Click a column's header to sort by it. Fact recall: the share of the question's supporting sentences inside the final answer prompt (n/a: no gold evidence, or not recorded).</p>\n<table id=\"index\">\n<thead><tr><th>item</th><th>method</th><th>trials</th><th>score</th><th>fact recall %</th><th>answer tokens</th><th>requests</th><th>prompt tokens</th><th>question</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n<script>{INDEX_SCRIPT}</script>\n</body>\n</html>\n",
+        esc(&out.display().to_string()),
+        esc(&out.display().to_string()),
+    );
+    let path = dir.join("index.html");
+    std::fs::write(&path, page)
+        .map_err(|e| EvalError::Input(format!("cannot write {}: {e}", path.display())))?;
+    Ok(n)
+}
+
+const INDEX_STYLE: &str = "body{font:13px/1.4 system-ui,sans-serif;margin:1rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:2px 6px;text-align:left}th{cursor:pointer;background:#f4f4f4}";
+
+/// Sorts the table by the clicked column (numbers as numbers, "n/a" last).
+const INDEX_SCRIPT: &str = "(function(){var t=document.getElementById('index');var dir={};t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){dir[i]=!dir[i];var rows=Array.prototype.slice.call(t.tBodies[0].rows);rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);var c=(isNaN(p)||isNaN(q))?x.localeCompare(y):p-q;if(isNaN(p)&&!isNaN(q))c=1;if(!isNaN(p)&&isNaN(q))c=-1;return dir[i]?c:-c;});rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});})();";
 
 /// Rewrites `out/report.md` and `out/report.json` from the run directory and returns the
 /// report. With the dataset at hand, the spans of rows recorded before rows carried them are
@@ -304,6 +380,11 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
         if !notes.contains(n) {
             notes.push(n.clone());
         }
+    }
+    if out.join(PAGES).join("index.html").exists() {
+        notes.push(format!(
+            "Question pages (qrmem view, one per question, sortable index): [{PAGES}/index.html]({PAGES}/index.html)."
+        ));
     }
     let (results, builds) = runner::read_run(out)?;
     // The items give the gold evidence and documents that old rows' spans are computed from.

@@ -181,6 +181,8 @@ pub struct EvalOptions {
     pub progress: bool,
     /// Keep every question's full trace as JSON in this directory.
     pub trace_dir: Option<PathBuf>,
+    /// Also write each question's HTML page (`qrmem view`) next to its trace.
+    pub html: bool,
 }
 
 pub struct EvalCtx<'a> {
@@ -322,6 +324,7 @@ pub async fn run(
 
     let store = MemoryDir::new(dir.join("memories"));
     let trace_dir = &opts.trace_dir;
+    let html = opts.html;
     if let Some(d) = trace_dir {
         std::fs::create_dir_all(d)
             .map_err(|e| EvalError::Empty(format!("cannot create {}: {e}", d.display())))?;
@@ -503,7 +506,11 @@ pub async fn run(
                                 }
                                 rec.nav = trace.s_imp.map(|_| trace.diagnostics());
                                 if let Some(dir) = &trace_dir {
-                                    if let Err(e) = save_trace(dir, &rec, &trace) {
+                                    let memory = match memories.get(&spec.memory_kind()) {
+                                        Some(Ok(m)) if html => Some(m),
+                                        _ => None,
+                                    };
+                                    if let Err(e) = save_trace(dir, &rec, &trace, item, memory) {
                                         say(&format!("warning: {e}"));
                                     }
                                 }
@@ -544,7 +551,8 @@ pub async fn run(
 }
 
 /// Writes a question's full trace as `DIR/{item}--{method}[--t{trials}].json` (atomically).
-fn save_trace(dir: &Path, rec: &ResultRecord, trace: &Trace) -> Result<(), String> {
+/// The file name (without extension) of a row's trace and page.
+pub fn trace_stem(rec: &ResultRecord) -> String {
     let clean = |s: &str| -> String {
         s.chars()
             .map(|c| {
@@ -560,13 +568,51 @@ fn save_trace(dir: &Path, rec: &ResultRecord, trace: &Trace) -> Result<(), Strin
         .max_trials
         .map(|t| format!("--t{t}"))
         .unwrap_or_default();
-    let path = dir.join(format!(
-        "{}--{}{trials}.json",
-        clean(&rec.item),
-        clean(&rec.method)
-    ));
-    let json = serde_json::to_vec_pretty(trace).map_err(|e| e.to_string())?;
-    crate::fsutil::write_atomic(&path, &json)
+    format!("{}--{}{trials}", clean(&rec.item), clean(&rec.method))
+}
+
+/// Writes a row's trace as JSON (with the item's gold evidence spans, where the dataset gives
+/// them, as `gold_spans`) and, given its memory, its HTML page.
+fn save_trace(
+    dir: &Path,
+    rec: &ResultRecord,
+    trace: &Trace,
+    item: &QaItem,
+    memory: Option<&Prepared>,
+) -> Result<(), String> {
+    let stem = trace_stem(rec);
+    let mut value = serde_json::to_value(trace).map_err(|e| e.to_string())?;
+    if let (Some(gold), Some(obj)) = (&item.gold_spans, value.as_object_mut()) {
+        obj.insert("gold_spans".into(), serde_json::json!(gold));
+    }
+    let json = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
+    crate::fsutil::write_atomic(&dir.join(format!("{stem}.json")), &json)?;
+    if let Some(m) = memory {
+        let labels = crate::view::Labels {
+            memory: format!(
+                "the run's {} memory of document {}",
+                m.kind().name(),
+                &doc_key(&item.context)
+            ),
+            trace: format!("{stem}.json"),
+            gold: item.gold_spans.clone(),
+            facts: vec![
+                format!("item {} ({})", item.id, item.dataset),
+                format!(
+                    "gold: {}; score {:.2} (F1 or accuracy)",
+                    item.gold_letter
+                        .clone()
+                        .unwrap_or_else(|| item.answers.join(" | ")),
+                    rec.f1
+                ),
+            ],
+        };
+        let page = crate::view::data(m, Some(trace), &labels)
+            .and_then(|d| crate::view::render(&d))
+            .map_err(|e| e.to_string())?;
+        crate::fsutil::write_atomic(&dir.join(format!("{stem}.html")), page.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// The plain progress line of a finished build (`memory graph 3f2a9c1e (1 item): 41 requests, 612 s`).
