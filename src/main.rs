@@ -51,6 +51,17 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         let (retry, html) = (args.retry_failed, args.html);
         experiment::run(&ctx, &plan, &args.out, retry, trace_dir, html).await?;
     }
+    if args.report_only && args.html {
+        let dir = args
+            .trace_dir
+            .clone()
+            .unwrap_or_else(|| args.out.join(experiment::PAGES));
+        let (n, skipped) = experiment::rewrite_pages(config, &plan, &args.out, &dir)?;
+        eprintln!("rewrote {n} question pages in {}", dir.display());
+        for s in skipped {
+            eprintln!("  no page: {s}");
+        }
+    }
     let report = experiment::report(config, &plan, &args.out)?;
     println!("{}", report.to_markdown());
     eprintln!("wrote {}", args.out.join("report.md").display());

@@ -315,6 +315,15 @@ fn row_spans(
 /// `{document hash}-{kind}-{key}`); None when there is none, several, or it does not read or
 /// does not cover the document.
 fn memory_units(dir: &Path, document: &str, kind: MemoryKind) -> Option<Vec<Span>> {
+    let path = find_memory(dir, document, kind)?;
+    let prepared = methods::load_prepared(kind, &path).ok()?;
+    // The units must be the document's own pieces, in order.
+    prepared.covers(document).then(|| prepared.unit_spans())
+}
+
+/// The one memory file of `kind` for `document` in a run's memory directory (files are named
+/// `{document hash}-{kind}-{key}`); None when there is none or several.
+pub fn find_memory(dir: &Path, document: &str, kind: MemoryKind) -> Option<PathBuf> {
     let prefix = format!("{}-{}-", doc_key(document), kind.name());
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
@@ -328,10 +337,7 @@ fn memory_units(dir: &Path, document: &str, kind: MemoryKind) -> Option<Vec<Span
     if found.len() != 1 {
         return None;
     }
-    let path = found.pop()?;
-    let prepared = methods::load_prepared(kind, &path).ok()?;
-    // The units must be the document's own pieces, in order.
-    prepared.covers(document).then(|| prepared.unit_spans())
+    found.pop()
 }
 
 #[cfg(test)]

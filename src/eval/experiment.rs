@@ -309,6 +309,76 @@ pub async fn run(
     Ok(summary)
 }
 
+/// `--report-only --html`: rewrites the page of every row whose trace is kept in `dir`, from
+/// the trace and the run's memory of its document (no LLM), then the index. Returns the pages
+/// written and the rows that had no page, with why.
+pub fn rewrite_pages(
+    config: &Config,
+    plan: &Plan,
+    out: &Path,
+    dir: &Path,
+) -> Result<(usize, Vec<String>), EvalError> {
+    let (items, _) = plan.load_items()?;
+    let by_id: std::collections::BTreeMap<&str, &QaItem> =
+        items.iter().map(|i| (i.id.as_str(), i)).collect();
+    let (results, _) = runner::read_run(out)?;
+    let mut latest = std::collections::BTreeMap::new();
+    for r in results {
+        latest.insert(r.key(), r);
+    }
+    let memories = runner::memories_dir(out);
+    let (mut written, mut skipped) = (0, Vec::new());
+    for r in latest.values() {
+        let trace_path = dir.join(format!("{}.json", runner::trace_stem(r)));
+        if !trace_path.exists() {
+            continue;
+        }
+        let why = |e: String| format!("{} {}: {e}", r.method, r.item);
+        let Some(item) = by_id.get(r.item.as_str()) else {
+            skipped.push(why("not in the dataset".into()));
+            continue;
+        };
+        let kind = match r.method.parse::<MethodSpec>() {
+            Ok(spec) => spec.memory_kind(),
+            Err(e) => {
+                skipped.push(why(e));
+                continue;
+            }
+        };
+        let prepared = if kind.needs_llm() {
+            let Some(path) = evidence::find_memory(&memories, &item.context, kind) else {
+                skipped.push(why(format!(
+                    "no single {} memory in {}",
+                    kind.name(),
+                    memories.display()
+                )));
+                continue;
+            };
+            match crate::methods::load_prepared(kind, &path) {
+                Ok(p) => p,
+                Err(e) => {
+                    skipped.push(why(e));
+                    continue;
+                }
+            }
+        } else {
+            crate::methods::Prepared::Graph(Box::new(crate::memory::Memory::segments_only(
+                &item.context,
+                kind.params(config),
+                &config.llm.model,
+            )))
+        };
+        let (trace, _) = crate::view::read_trace(&trace_path, &memories)
+            .map_err(|e| EvalError::Input(e.to_string()))?;
+        match runner::write_page(dir, r, &trace, item, &prepared) {
+            Ok(()) => written += 1,
+            Err(e) => skipped.push(why(e)),
+        }
+    }
+    write_index(out, dir)?;
+    Ok((written, skipped))
+}
+
 /// Where `--html` puts the traces and pages unless `--trace-dir` names another directory.
 pub const PAGES: &str = "traces";
 

@@ -588,31 +588,43 @@ fn save_trace(
     let json = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
     crate::fsutil::write_atomic(&dir.join(format!("{stem}.json")), &json)?;
     if let Some(m) = memory {
-        let labels = crate::view::Labels {
-            memory: format!(
-                "the run's {} memory of document {}",
-                m.kind().name(),
-                &doc_key(&item.context)
-            ),
-            trace: format!("{stem}.json"),
-            gold: item.gold_spans.clone(),
-            facts: vec![
-                format!("item {} ({})", item.id, item.dataset),
-                format!(
-                    "gold: {}; score {:.2} (F1 or accuracy)",
-                    item.gold_letter
-                        .clone()
-                        .unwrap_or_else(|| item.answers.join(" | ")),
-                    rec.f1
-                ),
-            ],
-        };
-        let page = crate::view::data(m, Some(trace), &labels)
-            .and_then(|d| crate::view::render(&d))
-            .map_err(|e| e.to_string())?;
-        crate::fsutil::write_atomic(&dir.join(format!("{stem}.html")), page.as_bytes())?;
+        write_page(dir, rec, trace, item, m)?;
     }
     Ok(())
+}
+
+/// Writes a row's HTML page (`qrmem view`) as `dir/{stem}.html`.
+pub fn write_page(
+    dir: &Path,
+    rec: &ResultRecord,
+    trace: &Trace,
+    item: &QaItem,
+    memory: &Prepared,
+) -> Result<(), String> {
+    let stem = trace_stem(rec);
+    let labels = crate::view::Labels {
+        memory: format!(
+            "the run's {} memory of document {}",
+            memory.kind().name(),
+            &doc_key(&item.context)
+        ),
+        trace: format!("{stem}.json"),
+        gold: item.gold_spans.clone(),
+        facts: vec![
+            format!("item {} ({})", item.id, item.dataset),
+            format!(
+                "gold: {}; score {:.2} (F1 or accuracy)",
+                item.gold_letter
+                    .clone()
+                    .unwrap_or_else(|| item.answers.join(" | ")),
+                rec.f1
+            ),
+        ],
+    };
+    let page = crate::view::data(memory, Some(trace), &labels)
+        .and_then(|d| crate::view::render(&d))
+        .map_err(|e| e.to_string())?;
+    crate::fsutil::write_atomic(&dir.join(format!("{stem}.html")), page.as_bytes())
 }
 
 /// The plain progress line of a finished build (`memory graph 3f2a9c1e (1 item): 41 requests, 612 s`).

@@ -526,16 +526,7 @@ mod tests {
 
     #[test]
     fn memory_kinds_are_written_by_their_names() {
-        for kind in [
-            MemoryKind::Graph,
-            MemoryKind::NoGraphUpdate,
-            MemoryKind::NoOpenEntity,
-            MemoryKind::Segments,
-            MemoryKind::SummaryTree,
-            MemoryKind::KnowledgeTree,
-            MemoryKind::MemWalker,
-            MemoryKind::Garlic,
-        ] {
+        for kind in MemoryKind::ALL {
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, format!("\"{}\"", kind.name()));
             assert_eq!(serde_json::from_str::<MemoryKind>(&json).unwrap(), kind);

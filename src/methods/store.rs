@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::spec::{load_prepared, prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
-use super::{garlic, knowledge_tree, summary_tree};
 
 /// Where a memory came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,12 +102,7 @@ impl MemoryDir {
         let prepared = prepare(kind, ctx, document, question, name, progress).await?;
         if kind.needs_llm() {
             // Saving is what makes the next run free; failing to save costs that, not this run.
-            let saved = match &prepared {
-                Prepared::Graph(m) => crate::memory::save(m, &path).map_err(|e| e.to_string()),
-                Prepared::Tree(t) => summary_tree::save(t, &path).map_err(|e| e.to_string()),
-                Prepared::Kt(t) => knowledge_tree::save(t, &path),
-                Prepared::Garlic(g) => garlic::save(g, &path),
-            };
+            let saved = super::spec::save(&prepared, &path);
             if let Err(e) = saved {
                 tracing::warn!("{e}");
             }

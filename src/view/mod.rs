@@ -438,13 +438,6 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
                 .collect()
         })
         .unwrap_or_default();
-    let short = |s: &str| {
-        let s = s.trim();
-        match s.char_indices().nth(40) {
-            Some((i, _)) => format!("{}...", &s[..i]),
-            None => s.to_string(),
-        }
-    };
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut edge = |from: String, to: String, label: String| {
@@ -486,12 +479,15 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
             }
         }
         Prepared::Kt(t) => {
+            let children: Vec<Vec<usize>> = t.nodes.iter().map(|n| n.children.clone()).collect();
+            let path = with_ancestors(&visited, &children);
+            let on_path = |i: usize| path.contains(&i);
             for (i, n) in t.nodes.iter().enumerate() {
                 nodes.push(ViewNode {
                     id: format!("k{i}"),
-                    label: format!("{} {i}: {}", n.level, short(&n.meta.summary)),
+                    label: format!("{} {i}", n.level),
                     kind: n.level.to_lowercase(),
-                    role: if visited.contains(&i) {
+                    role: if on_path(i) {
                         "path"
                     } else {
                         "other"
@@ -506,12 +502,19 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
             }
         }
         Prepared::Garlic(g) => {
+            let children: Vec<Vec<usize>> = g
+                .nodes
+                .iter()
+                .map(|n| n.children.iter().map(|c| c.0).collect())
+                .collect();
+            let path = with_ancestors(&visited, &children);
+            let on_path = |i: usize| path.contains(&i);
             for (i, n) in g.nodes.iter().enumerate() {
                 nodes.push(ViewNode {
                     id: format!("g{i}"),
-                    label: format!("L{} {i}: {}", n.level, short(&n.text)),
+                    label: format!("L{} {i}", n.level),
                     kind: if n.level == 1 { "chunk" } else { "ip" }.into(),
-                    role: if visited.contains(&i) {
+                    role: if on_path(i) {
                         "path"
                     } else {
                         "other"
@@ -528,6 +531,22 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
         Prepared::Graph(_) => {}
     }
     (nodes, edges)
+}
+
+/// `visited` and every node above one of them (`children[i]`: node i's children).
+fn with_ancestors(visited: &BTreeSet<usize>, children: &[Vec<usize>]) -> BTreeSet<usize> {
+    let mut path = visited.clone();
+    loop {
+        let before = path.len();
+        for (i, c) in children.iter().enumerate() {
+            if c.iter().any(|c| path.contains(c)) {
+                path.insert(i);
+            }
+        }
+        if path.len() == before {
+            return path;
+        }
+    }
 }
 
 /// JSON safe inside a `<script>` element: `<`, `>` and `&` escaped as JSON escapes.

@@ -64,6 +64,7 @@
   cy.on('mouseover', 'edge', function (e) { e.target.addClass('hover'); detail.textContent = e.target.data('label'); });
   cy.on('mouseout', 'edge', function (e) { e.target.removeClass('hover'); });
   cy.on('tap', 'node', function (e) { detail.textContent = e.target.data('detail'); });
+  if (!data.nodes.length) detail.textContent = 'No graph: this memory holds segments only (a baseline reads them directly).';
 
   // The trace as a timeline.
   var timeline = document.getElementById('timeline');
@@ -86,6 +87,14 @@
     }
     if (s.s_add.length) {
       li.appendChild(el('div', 'step-add', 'S_add: ' + s.s_add.map(function (p) { return p[0] + ' (' + p[1].toFixed(2) + ')'; }).join(', ')));
+      // What the window let through: the next prompt's units.
+      var next = data.steps.slice(i + 1).filter(function (x) { return x.segments.length; })[0];
+      if (next) {
+        var out = s.s_add.map(function (p) { return p[0]; }).filter(function (u) { return next.segments.indexOf(u) < 0; });
+        li.appendChild(el('div', 'step-filtered', out.length
+          ? 'filtered by the window (not in the next prompt): ' + out.join(', ')
+          : 'all of S_add is in the next prompt'));
+      }
     }
     if (s.note) li.appendChild(el('div', 'step-note', s.note));
     li.setAttribute('data-step', String(i));
