@@ -370,3 +370,59 @@ async fn a_trace_of_another_memory_or_a_missing_one_names_both_files() {
         "{err}"
     );
 }
+
+/// Copies a directory tree.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn report_only_with_html_rewrites_the_committed_pages_from_their_traces() {
+    let Some(data) = common::shared_data("quality/quality_dev5.jsonl") else {
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_dir(&repo.join("eval/runs/pages-quality"), &run);
+    let page = run.join("traces/quality-1-0--memwalker.html");
+    let committed = std::fs::read(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    std::fs::remove_file(run.join("traces/index.html")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args([
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "eval",
+            "--experiment",
+        ])
+        .arg(repo.join("eval/pages-quality.toml"))
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&run)
+        .args(["--report-only", "--html"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("rewrote 1 question pages"), "{stderr}");
+    // No LLM, and the same page, byte for byte, as the run wrote.
+    assert_eq!(std::fs::read(&page).unwrap(), committed);
+    let index = std::fs::read_to_string(run.join("traces/index.html")).unwrap();
+    assert!(index.contains("quality-1-0--memwalker.html"), "{index}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("(traces/index.html)"),
+        "the report links the index"
+    );
+}
