@@ -487,12 +487,7 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
                     id: format!("k{i}"),
                     label: format!("{} {i}", n.level),
                     kind: n.level.to_lowercase(),
-                    role: if on_path(i) {
-                        "path"
-                    } else {
-                        "other"
-                    }
-                    .into(),
+                    role: if on_path(i) { "path" } else { "other" }.into(),
                     generic: false,
                     detail: n.content.clone().unwrap_or_else(|| n.meta.summary.clone()),
                 });
@@ -514,12 +509,7 @@ fn tree_view(prepared: &Prepared, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<
                     id: format!("g{i}"),
                     label: format!("L{} {i}", n.level),
                     kind: if n.level == 1 { "chunk" } else { "ip" }.into(),
-                    role: if on_path(i) {
-                        "path"
-                    } else {
-                        "other"
-                    }
-                    .into(),
+                    role: if on_path(i) { "path" } else { "other" }.into(),
                     generic: false,
                     detail: n.text.clone(),
                 });
