@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::datasets::{self, QaItem};
-use super::runner::{self, EvalCtx, EvalError, EvalOptions, RunSummary};
+use super::runner::{self, EvalCtx, EvalError, EvalOptions, ResultRecord, RunSummary};
 use super::{evidence, Report};
 use crate::config::Config;
 use crate::embed::{Embedder, TimedEmbedder};
@@ -300,7 +300,8 @@ pub async fn run(
         .and_then(|mut f| f.write_all(&line))
         .map_err(|e| io(&path, e))?;
     if let (true, Some(dir)) = (html, &trace_dir) {
-        let n = write_index(out, dir)?;
+        let (results, _) = runner::read_run(out)?;
+        let n = write_index(out, dir, &results)?;
         eprintln!(
             "wrote {} ({n} question pages)",
             dir.join("index.html").display()
@@ -322,13 +323,9 @@ pub fn rewrite_pages(
     let by_id: std::collections::BTreeMap<&str, &QaItem> =
         items.iter().map(|i| (i.id.as_str(), i)).collect();
     let (results, _) = runner::read_run(out)?;
-    let mut latest = std::collections::BTreeMap::new();
-    for r in results {
-        latest.insert(r.key(), r);
-    }
     let memories = runner::memories_dir(out);
     let (mut written, mut skipped) = (0, Vec::new());
-    for r in latest.values() {
+    for r in runner::latest(&results).into_values() {
         let trace_path = dir.join(format!("{}.json", runner::trace_stem(r)));
         if !trace_path.exists() {
             continue;
@@ -375,7 +372,7 @@ pub fn rewrite_pages(
             Err(e) => skipped.push(why(e)),
         }
     }
-    write_index(out, dir)?;
+    write_index(out, dir, &results)?;
     Ok((written, skipped))
 }
 
@@ -384,23 +381,13 @@ pub const PAGES: &str = "traces";
 
 /// Writes `dir/index.html`: one row per result of the run whose page is in `dir` (score, fact
 /// recall of the answer context, answer-context tokens, requests and prompt tokens), sortable
-/// by any column. Returns the number of rows.
-pub fn write_index(out: &Path, dir: &Path) -> Result<usize, EvalError> {
-    let (results, _) = runner::read_run(out)?;
-    // The latest line per (item, method, trials) wins, as in the report.
-    let mut latest = std::collections::BTreeMap::new();
-    for r in results {
-        latest.insert(r.key(), r);
-    }
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+/// by any column; the latest record of each key counts, as in the report. Returns the number
+/// of rows.
+pub fn write_index(out: &Path, dir: &Path, results: &[ResultRecord]) -> Result<usize, EvalError> {
+    let esc = crate::view::escape;
     let mut rows = String::new();
     let mut n = 0;
-    for r in latest.values() {
+    for r in runner::latest(results).into_values() {
         let stem = runner::trace_stem(r);
         if !dir.join(format!("{stem}.html")).exists() {
             continue;

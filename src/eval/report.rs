@@ -353,10 +353,7 @@ pub fn build(
     notes: Vec<String>,
 ) -> Report {
     // The last record of a key wins (there is one per key unless a file was edited).
-    let mut latest: BTreeMap<(String, String, Option<usize>), &ResultRecord> = BTreeMap::new();
-    for r in results {
-        latest.insert(r.key(), r);
-    }
+    let latest = super::runner::latest(results);
     // Each row's spans: its own, else the backfill's; a failed row showed the answerer nothing.
     let none = ContextSpans::default();
     let spans: BTreeMap<(String, String, Option<usize>), ContextSpans> = latest

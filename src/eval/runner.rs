@@ -551,6 +551,14 @@ pub async fn run(
 }
 
 /// Writes a question's full trace as `DIR/{item}--{method}[--t{trials}].json` (atomically).
+/// The last record of each (item, method, max trials) key: there is one per key unless a
+/// file was edited or a failed pair was run again.
+pub fn latest(
+    results: &[ResultRecord],
+) -> BTreeMap<(String, String, Option<usize>), &ResultRecord> {
+    results.iter().map(|r| (r.key(), r)).collect()
+}
+
 /// The file name (without extension) of a row's trace and page.
 pub fn trace_stem(rec: &ResultRecord) -> String {
     let clean = |s: &str| -> String {

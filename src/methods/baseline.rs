@@ -245,6 +245,14 @@ pub fn segment_spans(memory: &Memory) -> Vec<Span> {
     memory.segments.iter().map(|s| (s.start, s.end)).collect()
 }
 
+/// The tokens of document text the answer prompt has room for in `window`, for the question
+/// `q` (with its options): the window's prompt budget less the prompt without its segments.
+pub fn answer_room(prompts: &Prompts, window: Window, q: &str) -> Result<usize, NavigateError> {
+    let overhead =
+        count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
+    Ok(window.prompt_budget().saturating_sub(overhead))
+}
+
 /// What vanilla-left (or, `from_end`, vanilla-right) shows of `document` for the question `q`
 /// (with its options): the document truncated to the answer prompt's room in the window, and
 /// that room in tokens.
@@ -255,9 +263,7 @@ pub fn vanilla_text(
     q: &str,
     from_end: bool,
 ) -> Result<(String, usize), NavigateError> {
-    let overhead =
-        count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
-    let budget = window.prompt_budget().saturating_sub(overhead);
+    let budget = answer_room(prompts, window, q)?;
     Ok((truncate_tokens(document, budget, from_end), budget))
 }
 

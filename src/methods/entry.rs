@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use super::method::{answer as run, MethodSpec};
 use super::spec::{
-    open, prepare_with, save, MemoryKind, MethodError, PrepareCtx, Prepared, Tuning,
+    append_to_tree, new_summary_tree, open, prepare_with, save, MemoryKind, MethodError,
+    PrepareCtx, Prepared, Tuning,
 };
-use super::summary_tree::{SummaryTree, TreeParams};
 use super::Ctx;
 use crate::navigate::{Options, Trace, Window};
 
@@ -194,20 +194,10 @@ pub async fn build(
                 }
             }
         } else {
-            Box::new(SummaryTree::new(
-                TreeParams {
-                    leaf_tokens: req.kind.params(ctx.config).segment_tokens,
-                    ..TreeParams::default()
-                },
-                ctx.llm.model(),
-            ))
+            Box::new(new_summary_tree(ctx))
         };
         let before = tree.leaves.len();
-        let nav = &ctx.config.navigate;
-        let window = Window::new(nav.context_window, nav.reply_tokens);
-        let written = tree
-            .append(ctx.llm, ctx.prompts, window, &document, &name)
-            .await?;
+        let written = append_to_tree(ctx, &mut tree, &document, &name).await?;
         tree.ledger.add(&ctx.llm.ledger().snapshot());
         let text = format!(
             "summary tree: {} leaves ({} new), {} summaries written now ({} in all), {} failures",

@@ -102,6 +102,18 @@ impl MemoryKind {
         }
     }
 
+    /// Whether a memory of this kind is a QRMeM memory file (the graph, its ablations, or the
+    /// segments only), which the graph navigators and the baselines can both read.
+    pub fn is_qrmem_memory(self) -> bool {
+        matches!(
+            self,
+            MemoryKind::Graph
+                | MemoryKind::NoGraphUpdate
+                | MemoryKind::NoOpenEntity
+                | MemoryKind::Segments
+        )
+    }
+
     /// Whether preparing this memory calls the LLM.
     pub fn needs_llm(self) -> bool {
         self != MemoryKind::Segments
@@ -235,10 +247,7 @@ impl Prepared {
     /// `configured` (the configuration's navigator) for a QRMeM or segments memory.
     pub fn default_method(&self, configured: &str) -> Result<MethodSpec, String> {
         match self.kind() {
-            MemoryKind::Graph
-            | MemoryKind::NoGraphUpdate
-            | MemoryKind::NoOpenEntity
-            | MemoryKind::Segments => configured.parse(),
+            kind if kind.is_qrmem_memory() => configured.parse(),
             kind => kind.name().parse(),
         }
     }
@@ -388,6 +397,32 @@ pub struct PrepareCtx<'a> {
     pub config: &'a Config,
 }
 
+/// An empty summary tree with the configuration's segment length as its leaf length.
+pub(super) fn new_summary_tree(ctx: &PrepareCtx<'_>) -> SummaryTree {
+    SummaryTree::new(
+        TreeParams {
+            leaf_tokens: MemoryKind::SummaryTree.params(ctx.config).segment_tokens,
+            ..TreeParams::default()
+        },
+        ctx.llm.model(),
+    )
+}
+
+/// Appends `document` to `tree` (only the new right spine is summarised); returns the number
+/// of summaries written.
+pub(super) async fn append_to_tree(
+    ctx: &PrepareCtx<'_>,
+    tree: &mut SummaryTree,
+    document: &str,
+    name: &str,
+) -> Result<usize, MethodError> {
+    let nav = &ctx.config.navigate;
+    let window = Window::new(nav.context_window, nav.reply_tokens);
+    Ok(tree
+        .append(ctx.llm, ctx.prompts, window, document, name)
+        .await?)
+}
+
 /// Settings of one build that the configuration does not hold (the command line's).
 #[derive(Clone, Debug)]
 pub struct Tuning {
@@ -480,22 +515,8 @@ pub async fn prepare_with(
         return Ok(Prepared::Kt(Box::new(tree)));
     }
     if kind == MemoryKind::SummaryTree {
-        let nav = &ctx.config.navigate;
-        let mut tree = SummaryTree::new(
-            TreeParams {
-                leaf_tokens: params.segment_tokens,
-                ..TreeParams::default()
-            },
-            ctx.llm.model(),
-        );
-        tree.append(
-            ctx.llm,
-            ctx.prompts,
-            Window::new(nav.context_window, nav.reply_tokens),
-            document,
-            name,
-        )
-        .await?;
+        let mut tree = new_summary_tree(ctx);
+        append_to_tree(ctx, &mut tree, document, name).await?;
         // The tree serves every question of the document; `question` does not orient it.
         let _ = question;
         // `ctx.llm` is the build's own scoped service in the runner and batch jobs.

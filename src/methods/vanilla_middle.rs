@@ -7,12 +7,12 @@
 
 use async_trait::async_trait;
 
-use super::baseline::{one_prompt_answer, vanilla_span, ShownText};
+use super::baseline::{answer_room, one_prompt_answer, vanilla_span, ShownText};
 use super::method::{wrong_memory, Family, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::navigate::{with_options, NavigateError, Options, Trace, Window};
-use crate::prompts::{PromptId, Prompts};
+use crate::prompts::Prompts;
 use crate::text::{count_tokens, truncate_tokens, Span};
 
 /// What stands where the middle was cut.
@@ -35,9 +35,7 @@ pub fn middle_text(
     document: &str,
     q: &str,
 ) -> Result<(String, Vec<Span>), NavigateError> {
-    let overhead =
-        count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
-    let budget = window.prompt_budget().saturating_sub(overhead);
+    let budget = answer_room(prompts, window, q)?;
     if count_tokens(document) <= budget {
         return Ok((document.to_string(), vec![(0, document.len())]));
     }

@@ -20,7 +20,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::memory::Memory;
-use crate::methods::{MemoryKind, MethodSpec, Prepared};
+use crate::methods::{MethodSpec, Prepared};
 use crate::navigate::Trace;
 use crate::text::Span;
 
@@ -186,17 +186,8 @@ pub fn check(prepared: &Prepared, trace: &Trace, labels: &Labels) -> Result<(), 
     };
     if let Ok(spec) = trace.method.parse::<MethodSpec>() {
         let wants = spec.memory_kind();
-        let graphish = |k: MemoryKind| {
-            matches!(
-                k,
-                MemoryKind::Graph
-                    | MemoryKind::NoGraphUpdate
-                    | MemoryKind::NoOpenEntity
-                    | MemoryKind::Segments
-            )
-        };
         let has = prepared.kind();
-        if !(wants == has || graphish(wants) && graphish(has)) {
+        if !(wants == has || wants.is_qrmem_memory() && has.is_qrmem_memory()) {
             return Err(fail(format!(
                 "the trace's method {} reads a {} memory, this is a {} memory",
                 trace.method,
@@ -547,8 +538,8 @@ fn script_json(value: &impl Serialize) -> Result<String, ViewError> {
         .replace('&', "\\u0026"))
 }
 
-/// Text safe inside HTML elements.
-fn escape(s: &str) -> String {
+/// Text safe inside HTML elements and attribute values.
+pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
