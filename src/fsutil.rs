@@ -14,6 +14,39 @@ pub(crate) fn readable_by_all(file: &std::fs::File) {
     let _ = file;
 }
 
+/// The bytes of `path`, gunzipped when the file is gzip (its first two bytes are gzip's magic
+/// number): memory files may be stored compressed (`*.qrm.gz`), and every reader takes both.
+pub(crate) fn read_maybe_gz(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    gunzip_if_gz(std::fs::read(path)?)
+}
+
+/// `bytes` gunzipped when they start with gzip's magic number, unchanged otherwise.
+pub(crate) fn gunzip_if_gz(bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(bytes.len() * 8);
+        flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut out)?;
+        Ok(out)
+    } else {
+        Ok(bytes)
+    }
+}
+
+/// `bytes` gzipped when `path` ends in `.gz`, unchanged otherwise.
+pub(crate) fn maybe_gz(path: &std::path::Path, bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut enc = flate2::write::GzEncoder::new(
+            Vec::with_capacity(bytes.len() / 6),
+            flate2::Compression::default(),
+        );
+        enc.write_all(&bytes)?;
+        enc.finish()
+    } else {
+        Ok(bytes)
+    }
+}
+
 /// Writes `bytes` to `path` whole or not at all: a temporary file in the same directory,
 /// fsynced, made 0644, then renamed over `path`. Creates the directory. Errors name the path.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! The memory file: one versioned JSON document, written atomically (temporary file in the same
 //! directory, fsync, rename), so a crash leaves the previous file intact. Loading checks the
-//! format and version first and names the file and the problem when it cannot be used.
+//! format and version first and names the file and the problem when it cannot be used. A path
+//! ending in `.gz` is written gzipped, and any memory file is read plain or gzipped.
 
 use std::io::Write;
 use std::path::Path;
@@ -41,12 +42,14 @@ pub fn to_bytes(memory: &Memory) -> Result<Vec<u8>, serde_json::Error> {
     serde_json::to_vec(memory)
 }
 
+/// Writes the memory to `path`, gzipped when the path ends in `.gz` (the eval store's graphs).
 pub fn save(memory: &Memory, path: &Path) -> Result<(), StoreError> {
     let err = |message: String| StoreError::Write {
         path: path.display().to_string(),
         message,
     };
     let bytes = to_bytes(memory).map_err(|e| err(e.to_string()))?;
+    let bytes = crate::fsutil::maybe_gz(path, bytes).map_err(|e| err(e.to_string()))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -93,10 +96,15 @@ pub fn from_bytes(bytes: &[u8], path: &str) -> Result<Memory, StoreError> {
     })
 }
 
+/// Reads a memory file, plain or gzipped.
 pub fn load(path: &Path) -> Result<Memory, StoreError> {
     let bytes = std::fs::read(path).map_err(|e| StoreError::Read {
         path: path.display().to_string(),
         message: e.to_string(),
+    })?;
+    let bytes = crate::fsutil::gunzip_if_gz(bytes).map_err(|e| StoreError::Corrupt {
+        path: path.display().to_string(),
+        detail: format!("its gzip stream is cut off or damaged: {e}"),
     })?;
     from_bytes(&bytes, &path.display().to_string())
 }

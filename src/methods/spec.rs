@@ -87,11 +87,8 @@ impl MemoryKind {
         match self {
             MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity => &[
                 PromptId::Summary,
-                PromptId::SegmentContext,
-                PromptId::Entities,
-                PromptId::Relations,
-                PromptId::Questions,
-                PromptId::Update,
+                PromptId::Extract,
+                PromptId::ExtractNoQuestions,
                 PromptId::RelationUpdate,
             ],
             MemoryKind::Segments => &[],
@@ -339,7 +336,7 @@ pub fn open(path: &std::path::Path) -> Result<Prepared, MethodError> {
     struct Header {
         format: Option<String>,
     }
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = crate::fsutil::read_maybe_gz(path).map_err(|e| {
         MethodError::File(format!(
             "cannot read the memory file {}: {e}",
             path.display()

@@ -61,8 +61,12 @@ impl MemoryDir {
         }
         let key = hex::encode(h.finalize());
         let doc = hex::encode(Sha256::digest(document.as_bytes()));
+        // QRMeM graphs are large JSON (0.4 MB for a 13k-token document) that gzip shrinks
+        // about sixfold; they are committed with the runs that read them.
         let ext = if kind == MemoryKind::SummaryTree {
             "qst"
+        } else if kind.is_qrmem_memory() && kind.needs_llm() {
+            "qrm.gz"
         } else {
             "qrm"
         };
@@ -93,10 +97,18 @@ impl MemoryDir {
                 .clone()
         };
         let _guard = lock.lock().await;
-        if path.exists() {
-            match load_prepared(kind, &path) {
-                Ok(m) => return Ok((m, Origin::Loaded)),
-                Err(e) => tracing::warn!("{e}; building it again"),
+        // A graph saved before graphs were gzipped has the same name without `.gz`.
+        let plain = path.with_extension("");
+        for found in [&path, &plain] {
+            if found
+                .extension()
+                .is_some_and(|e| e == "qrm" || e == "gz" || e == "qst")
+                && found.exists()
+            {
+                match load_prepared(kind, found) {
+                    Ok(m) => return Ok((m, Origin::Loaded)),
+                    Err(e) => tracing::warn!("{e}; building it again"),
+                }
             }
         }
         let prepared = prepare(kind, ctx, document, question, name, progress).await?;
