@@ -269,8 +269,8 @@ fn bench_cluster(full: usize) {
     );
 }
 
-/// Scripted replies: the entities of the segment (the people and places it names), a relation
-/// between the first two, no questions.
+/// Scripted replies: the joint extraction gives the entities of the segment (the people it
+/// names) and a relation between each two consecutive ones, no questions.
 fn reply(prompt: &str) -> Scripted {
     let body = prompt.rsplit("\"\"\"").nth(1).unwrap_or(prompt);
     if prompt.contains("Summary the context") {
@@ -290,9 +290,7 @@ fn reply(prompt: &str) -> Scripted {
         .iter()
         .map(|n| format!(r#"{{"name": "{n}", "type": "person"}}"#))
         .collect();
-    if prompt.contains("extract key entities") {
-        Scripted::Reply(format!(r#"{{"entities": [{}]}}"#, ents.join(", ")))
-    } else if prompt.contains("associate the extracted entities") {
+    if prompt.contains("Build the knowledge graph of the segment") {
         let rels: Vec<String> = names
             .windows(2)
             .map(|w| {
@@ -302,11 +300,11 @@ fn reply(prompt: &str) -> Scripted {
                 )
             })
             .collect();
-        Scripted::Reply(format!(r#"{{"relations": [{}]}}"#, rels.join(", ")))
-    } else if prompt.contains("Doubt is the catalyst") {
-        Scripted::Reply(r#"{"questions": []}"#.into())
-    } else if prompt.contains("updated with the help of questions") {
-        Scripted::Reply(r#"{"entities": [], "relations": []}"#.into())
+        Scripted::Reply(format!(
+            r#"{{"entities": [{}], "relations": [{}], "questions": []}}"#,
+            ents.join(", "),
+            rels.join(", ")
+        ))
     } else if prompt.contains("merge the corresponding relationships") {
         Scripted::Reply(r#"{"questions": [], "description": "They worked together."}"#.into())
     } else {
@@ -405,6 +403,7 @@ fn bench_kn_step(edges: usize) {
         mentions: BTreeSet::from([name]),
         segments: BTreeSet::from([0]),
         sources: BTreeSet::from([Source::Llm]),
+        generic: false,
     };
     let hub = g.add_node(entity("Clara Hoffmann".into()));
     for i in 0..edges {

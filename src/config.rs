@@ -192,8 +192,15 @@ pub struct MemoryConfig {
     pub graph_update: bool,
     /// Ablation (paper Table 2): schema extractor only, no LLM entity recognition.
     pub open_entity: bool,
-    /// Relation Update calls at most per build (entity pairs related in several segments).
+    /// Relation Update calls at most per build (entity pairs related in several segments); a
+    /// build also makes at most one per four segments, so the calls per segment stay bounded.
     pub max_relation_updates: usize,
+    /// Reply budget of the joint extraction call (its reply is long lists of entities,
+    /// relations and questions; the general `llm.max_tokens` is for short replies).
+    pub extraction_max_tokens: u32,
+    /// Frequency penalty of the joint extraction call: 0, since its replies repeat keys and
+    /// entity names by design (eval/perf.md measures 0 against 0.5).
+    pub extraction_frequency_penalty: f32,
 }
 
 impl Default for MemoryConfig {
@@ -205,6 +212,8 @@ impl Default for MemoryConfig {
             graph_update: true,
             open_entity: true,
             max_relation_updates: 100,
+            extraction_max_tokens: 2048,
+            extraction_frequency_penalty: 0.0,
         }
     }
 }
@@ -459,6 +468,18 @@ impl Config {
             return Err(bad(
                 "memory.question_rouge_threshold",
                 "must lie in [0, 1]".into(),
+            ));
+        }
+        if self.memory.extraction_max_tokens < 64 {
+            return Err(bad(
+                "memory.extraction_max_tokens",
+                "must be at least 64 (the joint extraction reply is a JSON object of lists)".into(),
+            ));
+        }
+        if !(-2.0..=2.0).contains(&self.memory.extraction_frequency_penalty) {
+            return Err(bad(
+                "memory.extraction_frequency_penalty",
+                "must lie in [-2, 2] (the OpenAI range)".into(),
             ));
         }
         if !(0.0..=1.0).contains(&self.memory.entity_similarity) {

@@ -29,11 +29,8 @@ pub enum PromptError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PromptId {
     Summary,
-    SegmentContext,
-    Entities,
-    Relations,
-    Questions,
-    Update,
+    Extract,
+    ExtractNoQuestions,
     RelationUpdate,
     QuestionEntities,
     Answerability,
@@ -53,13 +50,10 @@ pub enum PromptId {
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 22] = [
+    pub const ALL: [PromptId; 19] = [
         PromptId::Summary,
-        PromptId::SegmentContext,
-        PromptId::Entities,
-        PromptId::Relations,
-        PromptId::Questions,
-        PromptId::Update,
+        PromptId::Extract,
+        PromptId::ExtractNoQuestions,
         PromptId::RelationUpdate,
         PromptId::QuestionEntities,
         PromptId::Answerability,
@@ -81,11 +75,8 @@ impl PromptId {
     pub fn file(self) -> &'static str {
         match self {
             PromptId::Summary => "summary.txt",
-            PromptId::SegmentContext => "segment_context.txt",
-            PromptId::Entities => "entities.txt",
-            PromptId::Relations => "relations.txt",
-            PromptId::Questions => "questions.txt",
-            PromptId::Update => "update.txt",
+            PromptId::Extract => "extract.txt",
+            PromptId::ExtractNoQuestions => "extract_no_questions.txt",
             PromptId::RelationUpdate => "relation_update.txt",
             PromptId::QuestionEntities => "question_entities.txt",
             PromptId::Answerability => "answerability.txt",
@@ -109,11 +100,8 @@ impl PromptId {
     pub fn placeholders(self) -> &'static [&'static str] {
         match self {
             PromptId::Summary => &["context"],
-            PromptId::SegmentContext => &["summary", "segment"],
-            PromptId::Entities => &["question"],
-            PromptId::Relations => &["question", "entities"],
-            PromptId::Questions => &["entities", "relations"],
-            PromptId::Update => &["entities", "questions"],
+            PromptId::Extract => &["summary", "question", "segment"],
+            PromptId::ExtractNoQuestions => &["summary", "question", "segment"],
             PromptId::RelationUpdate => &[
                 "question",
                 "summary",
@@ -143,11 +131,8 @@ impl PromptId {
     fn embedded(self) -> &'static str {
         match self {
             PromptId::Summary => include_str!("../prompts/summary.txt"),
-            PromptId::SegmentContext => include_str!("../prompts/segment_context.txt"),
-            PromptId::Entities => include_str!("../prompts/entities.txt"),
-            PromptId::Relations => include_str!("../prompts/relations.txt"),
-            PromptId::Questions => include_str!("../prompts/questions.txt"),
-            PromptId::Update => include_str!("../prompts/update.txt"),
+            PromptId::Extract => include_str!("../prompts/extract.txt"),
+            PromptId::ExtractNoQuestions => include_str!("../prompts/extract_no_questions.txt"),
             PromptId::RelationUpdate => include_str!("../prompts/relation_update.txt"),
             PromptId::QuestionEntities => include_str!("../prompts/question_entities.txt"),
             PromptId::Answerability => include_str!("../prompts/answerability.txt"),
@@ -377,15 +362,15 @@ mod tests {
         for id in PromptId::ALL {
             std::fs::copy(src.join(id.file()), dir.path().join(id.file())).unwrap();
         }
-        std::fs::write(dir.path().join("relations.txt"), "Relations for {question}").unwrap();
+        std::fs::write(dir.path().join("te_update.txt"), "Update for {question}").unwrap();
         let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();
         assert!(
-            err.contains("relations.txt") && err.contains("{entities}"),
+            err.contains("te_update.txt") && err.contains("{entities}"),
             "{err}"
         );
         std::fs::write(
-            dir.path().join("relations.txt"),
-            "{question} {entities} {segmnt}",
+            dir.path().join("te_update.txt"),
+            "{question} {entities} {reason} {segments} {segmnt}",
         )
         .unwrap();
         let err = Prompts::load_dir(dir.path()).unwrap_err().to_string();

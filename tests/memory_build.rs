@@ -51,9 +51,19 @@ async fn builds_the_expected_graph() {
             .collect::<Vec<_>>(),
         vec![0]
     );
-    assert!(node(&m, "Marlow Heath")
-        .sources
-        .contains(&memory::Source::Update));
+    assert!(
+        node(&m, "Marlow Heath")
+            .sources
+            .contains(&memory::Source::Update),
+        "an admitted question's entities join the graph"
+    );
+    // An end that is no entity but is written in its segment becomes one.
+    let society = node(&m, "Swiss society of engineers");
+    assert!(society.sources.contains(&memory::Source::Relation));
+    assert_eq!(
+        society.segments.iter().copied().collect::<Vec<_>>(),
+        vec![1]
+    );
     assert!(
         m.find_entity("Atlantis").is_none(),
         "a name not in its segment is dropped"
@@ -62,7 +72,9 @@ async fn builds_the_expected_graph() {
     // Schema extractor entities are there too.
     assert!(m.find_entity("1887").is_some() && m.find_entity("Aare").is_some());
 
-    // Edges: Clara-Velden merged from two segments by Relation Update; Clara-Lucerne; Velden-Marlow Heath.
+    // Edges: Clara-Velden merged from two segments by Relation Update ("Hoffmann" in segment 1
+    // resolves to Clara Hoffmann, "Velden Bridge" to segment 0's entity); Clara-Lucerne;
+    // Velden-Marlow Heath (brought by an admitted question); Clara-the society ("Hoffmann's").
     let clara_n = m.find_entity("Clara Hoffmann").unwrap();
     let velden_n = m.find_entity("Velden Bridge").unwrap();
     let e = m
@@ -83,16 +95,30 @@ async fn builds_the_expected_graph() {
     assert_eq!(m.stats.relation_updates, 1);
     assert_eq!(
         m.relation_count(),
-        3,
+        4,
         "{:?}",
         m.graph
             .edge_weights()
             .map(|r| &r.description)
             .collect::<Vec<_>>()
     );
+    // Dropped: "Nobody" (in no segment, no entity) and the self-loop; the rejected question's
+    // relation (Velden Bridge crosses the Aare) was never kept.
+    assert_eq!(m.stats.raw_relations, 7);
+    assert_eq!(m.stats.dropped_relations, 2);
+    let drops = m.stats.relation_drops.unwrap();
     assert_eq!(
-        m.stats.dropped_relations, 1,
-        "the relation with an unknown end is dropped"
+        (
+            drops.unresolved_end,
+            drops.self_loop,
+            drops.empty_description
+        ),
+        (1, 1, 0)
+    );
+    let aare = m.find_entity("Aare").unwrap();
+    assert!(
+        m.neighbours(aare).is_empty(),
+        "a rejected question brings nothing"
     );
     assert_eq!(m.edge_text(e).unwrap().matches(" | ").count(), 2);
 
@@ -109,14 +135,8 @@ async fn builds_the_expected_graph() {
 
     assert!(m.failures.is_empty(), "{:?}", m.failures);
     let l = &m.ledger.stages;
-    for (stage, n) in [
-        ("summary", 1),
-        ("entities", 2),
-        ("relations", 2),
-        ("questions", 2),
-        ("update", 2),
-        ("merge", 1),
-    ] {
+    // One joint call per segment: 2 + the summary + one Relation Update.
+    for (stage, n) in [("summary", 1), ("extract", 2), ("merge", 1)] {
         assert_eq!(l[stage].requests, n, "stage {stage}");
     }
 }
@@ -127,15 +147,11 @@ async fn ablations_skip_their_steps() {
     p.graph_update = false;
     p.open_entity = false;
     let (m, llm) = build(false, p).await;
-    let kinds: Vec<bool> = llm
+    let asks_questions = llm
         .received()
         .iter()
-        .map(|r| prompt_of(r).contains("extract key entities") || prompt_of(r).contains("Doubt is"))
-        .collect();
-    assert!(
-        kinds.iter().all(|k| !k),
-        "no entity recognition or question generation calls"
-    );
+        .any(|r| prompt_of(r).contains("3. Questions"));
+    assert!(!asks_questions, "no question generation");
     assert!(m.questions.is_empty());
     assert!(m
         .graph
@@ -150,7 +166,7 @@ async fn a_step_that_never_parses_is_recorded_and_the_build_finishes() {
     let (m, llm) = build(true, params()).await;
     assert_eq!(m.failures.len(), 1, "{:?}", m.failures);
     let f = &m.failures[0];
-    assert_eq!((f.segment, f.step.as_str()), (Some(1), "entities"));
+    assert_eq!((f.segment, f.step.as_str()), (Some(1), "extract"));
     assert!(
         f.error.contains("no parsable reply after 5 attempts"),
         "{}",
@@ -159,15 +175,15 @@ async fn a_step_that_never_parses_is_recorded_and_the_build_finishes() {
     let entity_calls = llm
         .received()
         .iter()
-        .filter(|r| prompt_of(r).contains("extract key entities"))
+        .filter(|r| prompt_of(r).contains("Build the knowledge graph"))
         .count();
     assert_eq!(
         entity_calls,
         1 + 5,
         "segment 0 once, segment 1 five times (0 + 4 retries at 0.7)"
     );
-    assert_eq!(m.ledger.stages["entities"].failed_steps, 1);
-    // The other steps of that segment still ran, and the schema extractor kept its entities.
+    assert_eq!(m.ledger.stages["extract"].failed_steps, 1);
+    // The schema extractor kept that segment's entities.
     assert!(node(&m, "Clara Hoffmann").segments.contains(&1));
     assert!(m.find_entity("Lucerne").is_some());
 
@@ -187,7 +203,7 @@ async fn a_step_that_never_parses_is_recorded_and_the_build_finishes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.contains("failures:   1") && text.contains("segment 1, step entities"),
+        text.contains("failures:   1") && text.contains("segment 1, step extract"),
         "{text}"
     );
     assert!(
@@ -256,21 +272,14 @@ async fn the_memory_file_round_trips_and_bad_files_are_clear_errors() {
     assert_eq!(json["edges"].as_array().unwrap().len(), m.relation_count());
 }
 
-/// The four per-segment prompts of a segment begin with one identical head (summary, then the
-/// segment), so a server's prompt cache computes it once per segment.
+/// Each segment gets one joint prompt: the head (the summary, then the segment), then the task.
 #[tokio::test]
-async fn per_segment_prompts_share_one_head() {
+async fn each_segment_gets_one_joint_prompt_after_the_head() {
     let (_, llm) = build(false, params()).await;
-    let per_segment = [
-        "extract key entities",
-        "associate the extracted entities",
-        "Doubt is the catalyst",
-        "updated with the help of questions",
-    ];
-    let mut heads: Vec<Vec<String>> = vec![Vec::new(); 2];
+    let mut per_segment = [0usize; 2];
     for r in llm.received() {
         let p = prompt_of(&r);
-        if !per_segment.iter().any(|k| p.contains(k)) {
+        if !p.contains("Build the knowledge graph of the segment") {
             continue;
         }
         let task = p
@@ -278,25 +287,14 @@ async fn per_segment_prompts_share_one_head() {
             .unwrap_or_else(|| panic!("no task after the head: {p}"));
         let head = &p[..task];
         assert!(head.starts_with("# Document summary\n"), "{head}");
-        let seg = if head.contains("born in the city of Lucerne") {
-            1
-        } else {
-            0
-        };
         assert!(
             head.trim_end().ends_with("\"\"\""),
             "the head ends with the segment: {head}"
         );
-        heads[seg].push(head.to_string());
+        let seg = usize::from(head.contains("born in the city of Lucerne"));
+        per_segment[seg] += 1;
     }
-    for (seg, hs) in heads.iter().enumerate() {
-        assert_eq!(hs.len(), 4, "segment {seg}: four per-segment prompts");
-        assert!(
-            hs.iter().all(|h| h == &hs[0]),
-            "segment {seg}: the heads differ"
-        );
-    }
-    assert_ne!(heads[0][0], heads[1][0]);
+    assert_eq!(per_segment, [1, 1]);
 }
 
 /// A memory's file name carries the fingerprint of the prompts its build sends: edited
@@ -347,12 +345,12 @@ fn a_memory_built_with_other_prompts_lives_in_another_file() {
         path(&Prompts::load().unwrap(), MemoryKind::Graph),
         "copies of the compiled-in prompts are the same prompts"
     );
-    let entities = copy(Some(("entities.txt", "Be brief.\n")));
+    let entities = copy(Some(("extract.txt", "Be brief.\n")));
     assert_ne!(
         path(&base, MemoryKind::Graph),
         path(&entities, MemoryKind::Graph)
     );
-    let context = copy(Some(("segment_context.txt", "\n")));
+    let context = copy(Some(("extract_no_questions.txt", "\n")));
     assert_ne!(
         path(&base, MemoryKind::NoOpenEntity),
         path(&context, MemoryKind::NoOpenEntity)
@@ -406,14 +404,7 @@ async fn a_failure_in_each_stage_is_recorded_and_the_build_goes_on() {
     let unparsable = || Scripted::Reply("no JSON at all".into());
     for (marker, step, bad) in [
         ("Summary the context", "summary", unparsable()),
-        ("extract key entities", "entities", unparsable()),
-        (
-            "associate the extracted entities",
-            "relations",
-            unparsable(),
-        ),
-        ("Doubt is the catalyst", "questions", unparsable()),
-        ("updated with the help of questions", "update", unparsable()),
+        ("Build the knowledge graph", "extract", unparsable()),
         (
             "merge the corresponding relationships",
             "merge",
@@ -421,8 +412,8 @@ async fn a_failure_in_each_stage_is_recorded_and_the_build_goes_on() {
         ),
         // A transport failure (after the transport's own retries) is recorded the same way.
         (
-            "associate the extracted entities",
-            "relations",
+            "Build the knowledge graph",
+            "extract",
             Scripted::Fail("connection refused".into()),
         ),
     ] {

@@ -21,6 +21,7 @@ fn entity(name: &str, segments: &[usize]) -> Entity {
         mentions: [name.to_string()].into_iter().collect(),
         segments: segments.iter().copied().collect(),
         sources: [Source::Llm].into_iter().collect(),
+        generic: false,
     }
 }
 
@@ -74,6 +75,8 @@ fn memory(filler: usize) -> Memory {
             open_entity: true,
             max_relation_updates: 10,
             summary_input_tokens: 3000,
+            extraction_max_tokens: 2048,
+            extraction_frequency_penalty: 0.5,
         },
         model: "scripted".into(),
         question: None,

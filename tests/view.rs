@@ -227,6 +227,7 @@ async fn html_in_a_memory_is_shown_never_run() {
         mentions: [evil.to_string()].into(),
         segments: [0].into(),
         sources: [Source::Schema].into(),
+        generic: false,
     });
     let trace = Trace {
         method: "kn".into(),

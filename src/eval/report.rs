@@ -200,6 +200,10 @@ pub struct GraphRow {
     pub dropped_unresolved_per_doc: Option<f64>,
     pub dropped_self_loop_per_doc: Option<f64>,
     pub dropped_empty_per_doc: Option<f64>,
+    /// Relations dropped as unsupported (ends in no one paragraph); None when no build of the
+    /// row counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_unsupported_per_doc: Option<f64>,
     pub edges_per_segment: f64,
     pub entities_with_edge: f64,
     pub llm_entities_with_edge: Option<f64>,
@@ -523,6 +527,7 @@ fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Vec<GraphRow>
                 }),
                 dropped_self_loop_per_doc: avg_opt(&|g| g.dropped_self_loop.map(|x| x as f64)),
                 dropped_empty_per_doc: avg_opt(&|g| g.dropped_empty.map(|x| x as f64)),
+                dropped_unsupported_per_doc: avg_opt(&|g| g.dropped_unsupported.map(|x| x as f64)),
                 edges_per_segment: avg(&|g| g.edges_per_segment),
                 entities_with_edge: avg(&|g| g.entities_with_edge),
                 llm_entities_with_edge: avg_opt(&|g| g.llm_entities_with_edge),
@@ -811,6 +816,11 @@ impl Report {
                  extracted; edges: kept relations merged by entity pair; over-linked: entities \
                  linked to more than 20% of the segments.\n"
             );
+            // Tables of builds that counted unsupported relations show them in the drops.
+            let unsupported = self
+                .graphs
+                .iter()
+                .any(|g| g.dropped_unsupported_per_doc.is_some());
             table_header(
                 &mut s,
                 &[
@@ -819,7 +829,11 @@ impl Report {
                     "entities/segment (schema, LLM, relation end)",
                     "relations extracted",
                     "kept %",
-                    "dropped: unresolved, self-loop, empty",
+                    if unsupported {
+                        "dropped: unresolved, self-loop, empty, unsupported"
+                    } else {
+                        "dropped: unresolved, self-loop, empty"
+                    },
                     "edges/segment",
                     "entities with an edge % (LLM-extracted)",
                     "median segments/entity",
@@ -842,7 +856,15 @@ impl Report {
                     100.0 * g.kept_share,
                     opt(g.dropped_unresolved_per_doc),
                     opt(g.dropped_self_loop_per_doc),
-                    opt(g.dropped_empty_per_doc),
+                    if unsupported {
+                        format!(
+                            "{}, {}",
+                            opt(g.dropped_empty_per_doc),
+                            opt(g.dropped_unsupported_per_doc)
+                        )
+                    } else {
+                        opt(g.dropped_empty_per_doc)
+                    },
                     g.edges_per_segment,
                     100.0 * g.entities_with_edge,
                     g.llm_entities_with_edge

@@ -19,7 +19,7 @@ pub use json::extract_json;
 pub use ledger::{InFlight, Ledger, LedgerSnapshot, StageStats};
 pub use openai::{OpenAiClient, RetryPolicy};
 pub use scripted::{Scripted, ScriptedLlm};
-pub use service::{Policy, Service, Structured};
+pub use service::{Decoding, Policy, Service, Structured};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -37,6 +37,13 @@ impl From<&LlmConfig> for Policy {
     }
 }
 
+/// A stage's own reply budget and frequency penalty (see [`Service::chat_json_with`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decoding {
+    pub max_tokens: u32,
+    pub frequency_penalty: f32,
+}
+
 /// A parsed structured reply with the raw reply it came from.
 #[derive(Clone, Debug)]
 pub struct Structured<T> {
@@ -167,11 +174,27 @@ impl Service {
         messages: Vec<Message>,
         schema: Option<JsonSchema>,
     ) -> Result<Structured<T>, LlmError> {
+        self.chat_json_with(stage, messages, schema, None).await
+    }
+
+    /// [`Self::chat_json`] with the reply budget and frequency penalty of `decoding` instead of
+    /// the policy's (the extraction stages, whose replies are long lists, set their own).
+    pub async fn chat_json_with<T: DeserializeOwned>(
+        &self,
+        stage: &str,
+        messages: Vec<Message>,
+        schema: Option<JsonSchema>,
+        decoding: Option<Decoding>,
+    ) -> Result<Structured<T>, LlmError> {
         let total = 1 + self.policy.json_retries;
         let mut last_reply = String::new();
         let mut reason = String::new();
         for attempt in 0..total {
             let mut sampling = self.sampling();
+            if let Some(d) = decoding {
+                sampling.max_tokens = d.max_tokens;
+                sampling.frequency_penalty = d.frequency_penalty;
+            }
             if attempt > 0 {
                 sampling.temperature = self.policy.retry_temperature;
                 sampling.seed = Some(u64::from(attempt));

@@ -1,9 +1,18 @@
 //! Memory construction (QRMeM section 2.1): segment, summarise, extract per segment (entities,
-//! relations, questions, graph update), then combine globally (disambiguation, relation merge,
-//! entity-segment links) into one graph.
+//! relations and questions in one joint call), admit the questions to the pool in segment order
+//! (the graph update keeps what an admitted question brought), then combine globally (relation
+//! ends resolved to entities, disambiguation, entity-segment links, Relation Update) into one
+//! graph.
 //!
 //! LLM failures never abort a build: each is recorded as a [`StepFailure`] of its step and the
 //! build goes on with what the other steps produced.
+//!
+//! Invariants: a kept relation's two ends are entities of the graph, each named in the relation's
+//! segment or resolved to an entity of the document; a relation is dropped only as a self-loop,
+//! for an empty description, or for an end found nowhere (each counted in
+//! [`RelationDrops`]). The CPU stages (schema extraction, end resolution, segment links) run on
+//! rayon's pool; their results are put back in segment order, so a build does not depend on
+//! timing.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
@@ -12,19 +21,22 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use futures::stream::{self, StreamExt};
 use indicatif::ProgressBar;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use rayon::prelude::*;
+use rust_stemmers::Stemmer;
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use super::merge::{cluster, english_stemmer, normalize};
+use super::diagnostics::OVER_LINKED_SHARE;
+use super::merge::{cluster, english_stemmer, normalize, same_entity};
 use super::schema;
 use super::types::{
     BuildParams, BuildStats, Entity, GeneratedQuestion, Memory, Relation, RelationDrops, Source,
     StepFailure, FORMAT, VERSION,
 };
 use crate::config::Config;
-use crate::llm::{JsonSchema, Message, Service};
+use crate::llm::{Decoding, JsonSchema, Message, Service};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, segment, QuestionPool, Segment};
 
@@ -52,9 +64,18 @@ impl BuildParams {
                 .context_window
                 .saturating_sub(config.navigate.reply_tokens + 400)
                 .max(256),
+            extraction_max_tokens: m.extraction_max_tokens,
+            extraction_frequency_penalty: m.extraction_frequency_penalty,
         }
     }
 }
+
+/// Relation Update calls per segment at most (with `max_relation_updates`): with the one joint
+/// call per segment and the summary, a build stays under 1.5 calls per segment.
+const RELATION_UPDATES_PER_SEGMENT: usize = 4;
+
+/// A memory of fewer segments marks no entity generic: a fifth of three segments is one.
+const GENERIC_MIN_SEGMENTS: usize = 5;
 
 /// An unordered entity pair (smaller index first): the key relations are grouped by.
 type Pair = (NodeIndex, NodeIndex);
@@ -89,12 +110,21 @@ struct RawRelation {
     description: String,
 }
 
+/// A question the joint call proposed, with what it brought to the graph (kept only when the
+/// pool admits the question: the paper's graph update from the generated questions).
+#[derive(Debug, Default)]
+struct Proposed {
+    text: String,
+    entities: Vec<RawEntity>,
+    relations: Vec<RawRelation>,
+}
+
 /// What one segment produced.
 #[derive(Debug, Default)]
 struct SegmentOut {
     entities: Vec<RawEntity>,
     relations: Vec<RawRelation>,
-    proposed_questions: Vec<String>,
+    proposed: Vec<Proposed>,
     failures: Vec<StepFailure>,
     dropped_entities: usize,
 }
@@ -111,36 +141,68 @@ enum EntityItem {
 }
 
 #[derive(Deserialize)]
-struct EntitiesReply {
-    #[serde(default)]
-    entities: Vec<EntityItem>,
-}
-
-#[derive(Deserialize)]
 struct RelationItem {
+    #[serde(default)]
     head: String,
+    #[serde(default)]
     tail: String,
+    #[serde(default, alias = "relation")]
     description: String,
 }
 
+/// A relation as the joint call writes it: a [subject, predicate, object] triple (its
+/// description is the sentence "subject predicate object."), or an object with a description.
 #[derive(Deserialize)]
-struct RelationsReply {
-    #[serde(default)]
-    relations: Vec<RelationItem>,
+#[serde(untagged)]
+enum TripleItem {
+    Triple(Vec<String>),
+    Relation(RelationItem),
+}
+
+impl TripleItem {
+    fn into_relation(self) -> RelationItem {
+        match self {
+            TripleItem::Relation(r) => r,
+            TripleItem::Triple(t) => {
+                let part = |i: usize| t.get(i).map_or("", |s| s.trim()).to_string();
+                let (head, predicate, tail) = (part(0), part(1), part(2));
+                let description = if head.is_empty() || predicate.is_empty() || tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("{head} {predicate} {tail}.")
+                };
+                RelationItem {
+                    head,
+                    tail,
+                    description,
+                }
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
-struct QuestionsReply {
-    #[serde(default)]
-    questions: Vec<String>,
+#[serde(untagged)]
+enum QuestionItem {
+    Full {
+        question: String,
+        #[serde(default, alias = "relations")]
+        triples: Vec<TripleItem>,
+        #[serde(default)]
+        entities: Vec<EntityItem>,
+    },
+    Text(String),
 }
 
+/// The joint extraction reply. `entities` and `triples` must be present: a reply without them
+/// is retried, never read as an empty graph.
 #[derive(Deserialize)]
-struct UpdateReply {
-    #[serde(default)]
+struct ExtractReply {
     entities: Vec<EntityItem>,
-    #[serde(default)]
-    relations: Vec<RelationItem>,
+    #[serde(alias = "relations")]
+    triples: Vec<TripleItem>,
+    #[serde(default, alias = "questions")]
+    unanswered_questions: Vec<QuestionItem>,
 }
 
 #[derive(Deserialize)]
@@ -176,15 +238,70 @@ fn entity_schema(max: usize) -> serde_json::Value {
     })
 }
 
-fn relation_schema(max: usize) -> serde_json::Value {
+fn triple_schema(max: usize) -> serde_json::Value {
     json!({
         "type": "array", "maxItems": max,
-        "items": {"type": "object", "properties": {
-            "head": {"type": "string", "minLength": 1, "maxLength": 80},
-            "tail": {"type": "string", "minLength": 1, "maxLength": 80},
-            "description": {"type": "string", "minLength": 3, "maxLength": 300}
-        }, "required": ["head", "tail", "description"]}
+        "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                  "items": {"type": "string", "minLength": 1, "maxLength": 120}}
     })
+}
+
+/// The joint reply's schema: entities and triples, and (with the graph update) the questions
+/// with their triples. A server that follows a JSON schema writes an object's keys in the
+/// schema's order, and `json!` sorts keys: the names are chosen so that the sorted order is
+/// the paper's (entities, then relations, then questions).
+fn extract_schema(questions: bool) -> Option<JsonSchema> {
+    let mut properties = json!({
+        "entities": entity_schema(25),
+        "triples": triple_schema(30),
+    });
+    let mut required = vec!["entities", "triples"];
+    if questions {
+        properties["unanswered_questions"] = json!({
+            "type": "array", "maxItems": 3,
+            "items": {"type": "object", "properties": {
+                "question": {"type": "string", "minLength": 5, "maxLength": 200},
+                "triples": triple_schema(3)
+            }, "required": ["question", "triples"]}
+        });
+        required.push("unanswered_questions");
+    }
+    schema("extract", properties, &required)
+}
+
+/// A prompt file split into chat messages at its `### system`, `### user` and `### assistant`
+/// lines (a one-shot example is a user turn and the assistant's reply: a small model copies an
+/// example written inside the instructions); text without markers is one user message.
+fn conversation(text: &str) -> Vec<Message> {
+    let mut messages = Vec::new();
+    let mut role: Option<&str> = None;
+    let mut body = String::new();
+    let mut push = |role: Option<&str>, body: &str| {
+        let body = body.trim();
+        if body.is_empty() {
+            return;
+        }
+        messages.push(match role {
+            Some("system") => Message::system(body),
+            Some("assistant") => Message::assistant(body),
+            _ => Message::user(body),
+        });
+    };
+    for line in text.split_inclusive('\n') {
+        let marker = line.trim_end();
+        if let Some(r) = marker
+            .strip_prefix("### ")
+            .filter(|r| matches!(*r, "system" | "user" | "assistant"))
+        {
+            push(role, &body);
+            body.clear();
+            role = Some(r);
+        } else {
+            body.push_str(line);
+        }
+    }
+    push(role, &body);
+    messages
 }
 
 fn schema(name: &str, properties: serde_json::Value, required: &[&str]) -> Option<JsonSchema> {
@@ -209,20 +326,6 @@ fn raw_relation(segment: usize, r: RelationItem) -> RawRelation {
         tail: r.tail.trim().to_string(),
         description: r.description.trim().to_string(),
     }
-}
-
-fn entity_lines(entities: &[RawEntity]) -> String {
-    let mut seen = BTreeSet::new();
-    let mut s = String::new();
-    for e in entities {
-        if seen.insert(e.name.to_lowercase()) {
-            s.push_str(&format!("- {} ({})\n", e.name, e.kind));
-        }
-    }
-    if s.is_empty() {
-        s.push_str("(none)\n");
-    }
-    s
 }
 
 fn relation_lines<'a>(relations: impl IntoIterator<Item = &'a RawRelation>) -> String {
@@ -267,6 +370,19 @@ fn clean_name(name: &str) -> String {
     n.to_string()
 }
 
+/// A relation end as a name: cleaned, without a possessive ("Baji Rao's" -> "Baji Rao").
+fn end_name(end: &str) -> String {
+    let n = clean_name(end);
+    for suffix in ["'s", "’s", "'", "’"] {
+        if let Some(stripped) = n.strip_suffix(suffix) {
+            if !stripped.trim().is_empty() {
+                return stripped.trim_end().to_string();
+            }
+        }
+    }
+    n
+}
+
 /// Whether `needle` occurs in `haystack` as whole words, ignoring case.
 fn occurs_in(haystack_lower: &str, needle: &str) -> bool {
     let n = needle.trim().to_lowercase();
@@ -291,6 +407,240 @@ fn occurs_in(haystack_lower: &str, needle: &str) -> bool {
         from = s + n.chars().next().map(char::len_utf8).unwrap_or(1);
     }
     false
+}
+
+/// How well a relation end's normalised tokens `end` match an entity's `entity`: `Some(score)`
+/// when the end's tokens are a part of the entity's that keeps its first token, or its last
+/// when the end is one token ("Baji Rao" -> "Baji Rao I", "Hoffmann" -> "Clara Hoffmann"), or
+/// when disambiguation would merge them; higher is closer. An end longer than the entity names
+/// something more specific ("Swiss society of engineers" is not "Swiss") and is not matched here.
+fn fuzzy_score(end: &[String], entity: &[String], threshold: f64) -> Option<f64> {
+    if end.is_empty() || entity.is_empty() {
+        return None;
+    }
+    let jw = strsim::jaro_winkler(&end.join(" "), &entity.join(" "));
+    let part = end.len() <= entity.len()
+        && end.iter().all(|t| entity.contains(t))
+        && (end[0] == entity[0] || (end.len() == 1 && entity.last() == end.last()));
+    if part {
+        Some(1.0 + jw)
+    } else if same_entity(end, entity, threshold) {
+        Some(jw)
+    } else {
+        None
+    }
+}
+
+/// Whether a multi-word entity's tokens all lie in the end's, in order of the end: the last
+/// resort for an end the model lengthened beyond the segment's text ("the Velden Bridge over
+/// the Aare" -> "Velden Bridge").
+fn contains_entity(end: &[String], entity: &[String]) -> bool {
+    entity.len() >= 2 && end.len() > entity.len() && end.windows(entity.len()).any(|w| w == entity)
+}
+
+/// How a relation end was resolved.
+#[derive(Debug, PartialEq)]
+enum End {
+    /// To an entity of the segment or the document: its surface name.
+    Found(String),
+    /// To a new entity: the end occurs in the segment but no entity had it.
+    New(String),
+    /// It occurs nowhere in the segment and matches no entity.
+    Absent,
+}
+
+/// The entities one relation end can resolve to: the segment's own (surface name and
+/// normalised key, growing as ends become entities) and the document's by key.
+struct EndIndex<'a> {
+    local: Vec<(String, Vec<String>)>,
+    global: &'a HashMap<Vec<String>, String>,
+    stemmer: &'a Stemmer,
+    threshold: f64,
+    allow_new: bool,
+}
+
+impl EndIndex<'_> {
+    /// The disambiguation normaliser, then a fuzzy match against the segment's entities, then
+    /// the document's entities by key, then the segment's text (a new entity), then a
+    /// segment entity the end contains.
+    fn resolve(&mut self, end: &str, segment_lower: &str) -> End {
+        let name = end_name(end);
+        let key = normalize(&name, self.stemmer);
+        if key.is_empty() {
+            return End::Absent;
+        }
+        if let Some((surface, _)) = self.local.iter().find(|(_, k)| *k == key) {
+            return End::Found(surface.clone());
+        }
+        let best = self
+            .local
+            .iter()
+            .filter_map(|(s, k)| fuzzy_score(&key, k, self.threshold).map(|x| (x, s)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((_, surface)) = best {
+            return End::Found(surface.clone());
+        }
+        if let Some(surface) = self.global.get(&key) {
+            return End::Found(surface.clone());
+        }
+        if self.allow_new && occurs_in(segment_lower, &name) {
+            self.local.push((name.clone(), key));
+            return End::New(name);
+        }
+        self.local
+            .iter()
+            .filter(|(_, k)| contains_entity(&key, k))
+            .max_by_key(|(_, k)| k.len())
+            .map_or(End::Absent, |(s, _)| End::Found(s.clone()))
+    }
+}
+
+/// A segment's paragraphs, lower-cased, for the support check: its lines, a short line without
+/// a full stop (a title) joined to the next, layout labels left out.
+fn paragraphs(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || schema::is_layout_label(l) {
+            if !pending.is_empty() {
+                out.push(std::mem::take(&mut pending));
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            pending.push(' ');
+        }
+        pending.push_str(&l.to_lowercase());
+        let title = l.split_whitespace().count() <= 10 && !l.ends_with(['.', '!', '?', '"']);
+        if !title {
+            out.push(std::mem::take(&mut pending));
+        }
+    }
+    if !pending.is_empty() {
+        out.push(pending);
+    }
+    out
+}
+
+/// The paragraphs (indices into `paragraphs`) that name one of `names` as whole words.
+fn naming(paragraphs: &[String], names: &[&str]) -> BTreeSet<usize> {
+    paragraphs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| names.iter().any(|n| occurs_in(p, n)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// One segment's relations with both ends resolved: the entities its ends created, the
+/// relations kept (ends renamed to entity surface names), and the drops by cause. A relation
+/// whose two ends are both named in the segment must have them named in one paragraph; an end
+/// the segment does not name (resolved to an entity of the document) is not checked.
+#[allow(clippy::too_many_arguments)]
+fn resolve_segment(
+    segment: &Segment,
+    entities: &[RawEntity],
+    relations: &[RawRelation],
+    global: &HashMap<Vec<String>, String>,
+    threshold: f64,
+    allow_new: bool,
+) -> (Vec<RawEntity>, Vec<RawRelation>, RelationDrops) {
+    let stemmer = english_stemmer();
+    let mut seen = BTreeSet::new();
+    let local: Vec<(String, Vec<String>)> = entities
+        .iter()
+        .filter(|e| seen.insert(e.name.clone()))
+        .map(|e| (e.name.clone(), normalize(&e.name, &stemmer)))
+        .filter(|(_, k)| !k.is_empty())
+        .collect();
+    let mut index = EndIndex {
+        local,
+        global,
+        stemmer: &stemmer,
+        threshold,
+        allow_new,
+    };
+    let lower = segment.text.to_lowercase();
+    let paragraphs = paragraphs(&segment.text);
+    let mut created = Vec::new();
+    let mut kept = Vec::new();
+    let mut drops = RelationDrops::default();
+    for r in relations {
+        if r.description.is_empty() {
+            drops.empty_description += 1;
+            continue;
+        }
+        let mut ends = [r.head.as_str(), r.tail.as_str()].map(|e| index.resolve(e, &lower));
+        let mut names: Vec<String> = Vec::new();
+        for end in &mut ends {
+            match std::mem::replace(end, End::Absent) {
+                End::Found(n) => names.push(n),
+                End::New(n) => {
+                    created.push(RawEntity {
+                        segment: segment.index,
+                        name: n.clone(),
+                        kind: "other".into(),
+                        source: Source::Relation,
+                    });
+                    names.push(n);
+                }
+                End::Absent => {}
+            }
+        }
+        let support = |end: &str, name: &str| naming(&paragraphs, &[&end_name(end), name]);
+        match names.as_slice() {
+            [h, t] if h == t => drops.self_loop += 1,
+            [h, t]
+                if {
+                    let (hp, tp) = (support(&r.head, h), support(&r.tail, t));
+                    !hp.is_empty() && !tp.is_empty() && hp.is_disjoint(&tp)
+                } =>
+            {
+                drops.unsupported += 1
+            }
+            [h, t] => kept.push(RawRelation {
+                segment: r.segment,
+                head: h.clone(),
+                tail: t.clone(),
+                description: r.description.clone(),
+            }),
+            _ => drops.unresolved_end += 1,
+        }
+    }
+    (created, kept, drops)
+}
+
+/// The opening of each line of a segment (its first sentence, at most 30 words), up to
+/// `budget` tokens: what the summary reads of the segment. Layout labels are skipped.
+fn skim(segment: &Segment, budget: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for line in segment.text.lines() {
+        let line = line.trim();
+        if line.is_empty() || schema::is_layout_label(line) {
+            continue;
+        }
+        let end = line
+            .char_indices()
+            .find(|&(i, c)| matches!(c, '.' | '!' | '?') && line[i + 1..].starts_with(' ') && i > 3)
+            .map_or(line.len(), |(i, _)| i + 1);
+        let first: String = line[..end]
+            .split_whitespace()
+            .take(30)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let t = count_tokens(&first);
+        if used > 0 && used + t > budget {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&first);
+        used += t;
+    }
+    out
 }
 
 /// Builds memories. One builder can build many documents; each build has its own ledger entries
@@ -336,18 +686,27 @@ impl<'a> Builder<'a> {
         if segments.iter().all(|s| s.text.trim().is_empty()) {
             return Err(BuildError::EmptyDocument(name.to_string()));
         }
-        let phases = if self.params.graph_update { 2 } else { 1 };
-        self.progress
-            .set_length((segments.len() * phases + 1) as u64);
+        // Steps: the summary, one per segment, the merge.
+        self.progress.set_length((segments.len() + 2) as u64);
         self.progress.set_message("summary");
         let mut failures = Vec::new();
         let summary = self.summarize(&segments, &mut failures).await?;
+        self.progress.inc(1);
 
-        // Phase 1, per segment: entities, relations, proposed questions.
-        self.progress.set_message("entities, relations, questions");
+        // Per segment: the schema extractor (CPU, on rayon's pool), then the joint call.
+        self.progress.set_message("extract");
+        let found: Vec<Vec<schema::SchemaEntity>> = segments
+            .par_iter()
+            .map(|s| schema::extract(&s.text))
+            .collect();
         let mut results: Vec<(usize, Result<SegmentOut, BuildError>)> =
-            stream::iter(segments.iter())
-                .map(|seg| async { (seg.index, self.extract(seg, &summary, question).await) })
+            stream::iter(segments.iter().zip(found))
+                .map(|(seg, found)| async {
+                    (
+                        seg.index,
+                        self.extract(seg, &summary, question, found).await,
+                    )
+                })
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
@@ -357,55 +716,27 @@ impl<'a> Builder<'a> {
             .map(|(_, o)| o)
             .collect::<Result<_, _>>()?;
 
-        // The question pool, in segment order so the result does not depend on timing.
+        // The question pool, in segment order so the result does not depend on timing; an
+        // admitted question's entities and relations join its segment's (the graph update).
         let mut stats = BuildStats::default();
         let mut pool = QuestionPool::new(self.params.question_rouge_threshold);
-        let mut accepted: Vec<Vec<String>> = vec![Vec::new(); segments.len()];
-        for (i, o) in outs.iter().enumerate() {
-            for q in &o.proposed_questions {
-                if pool.offer(q) {
-                    accepted[i].push(q.trim().to_string());
+        let mut questions: Vec<GeneratedQuestion> = Vec::new();
+        for (i, o) in outs.iter_mut().enumerate() {
+            for p in std::mem::take(&mut o.proposed) {
+                if pool.offer(&p.text) {
+                    questions.push(GeneratedQuestion {
+                        segment: i,
+                        text: p.text.trim().to_string(),
+                    });
+                    o.entities.extend(p.entities);
+                    o.relations.extend(p.relations);
                 } else {
                     stats.rejected_questions += 1;
                 }
             }
         }
 
-        // Phase 2: the graph update from each segment's admitted questions.
-        if self.params.graph_update {
-            self.progress.set_message("graph update");
-            let updates: Vec<(usize, Result<SegmentOut, BuildError>)> =
-                stream::iter(segments.iter())
-                    .map(|seg| {
-                        let current = outs[seg.index].entities.clone();
-                        let qs = accepted[seg.index].clone();
-                        let summary = &summary;
-                        async move { (seg.index, self.update(seg, summary, &current, &qs).await) }
-                    })
-                    .buffer_unordered(self.concurrency)
-                    .collect()
-                    .await;
-            for (i, u) in updates {
-                let u = u?;
-                let o = &mut outs[i];
-                o.entities.extend(u.entities);
-                o.relations.extend(u.relations);
-                o.failures.extend(u.failures);
-                o.dropped_entities += u.dropped_entities;
-            }
-        }
-
         self.progress.set_message("merge");
-        let questions: Vec<GeneratedQuestion> = accepted
-            .iter()
-            .enumerate()
-            .flat_map(|(segment, qs)| {
-                qs.iter().map(move |q| GeneratedQuestion {
-                    segment,
-                    text: q.clone(),
-                })
-            })
-            .collect();
         let graph = self
             .combine(
                 &segments,
@@ -443,14 +774,21 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// The document summary T, map-reduce when the document exceeds one call's input budget.
+    /// The document summary T, from the opening lines of every segment (a skim of about one
+    /// call's input budget), map-reduce when even the skim exceeds that budget: the summary
+    /// covers the whole document and costs about 0.25 prompt tokens per document token.
     async fn summarize(
         &self,
         segments: &[Segment],
         failures: &mut Vec<StepFailure>,
     ) -> Result<String, BuildError> {
-        let mut parts: Vec<String> = segments.iter().map(|s| s.text.clone()).collect();
         let budget = self.params.summary_input_tokens;
+        let per_segment = (budget * 9 / 10 / segments.len().max(1)).clamp(24, 160);
+        let mut parts: Vec<String> = segments
+            .par_iter()
+            .map(|s| skim(s, per_segment))
+            .filter(|s| !s.is_empty())
+            .collect();
         for _round in 0..8 {
             // Group consecutive parts up to the budget.
             let mut groups: Vec<String> = Vec::new();
@@ -483,7 +821,7 @@ impl<'a> Builder<'a> {
                         .chat_json::<SummaryReply>(
                             "summary",
                             vec![Message::user(p)],
-                            schema("summary", json!({"summary": {"type": "string", "minLength": 1, "maxLength": 2000}}), &["summary"]),
+                            schema("summary", json!({"summary": {"type": "string", "minLength": 1, "maxLength": 700}}), &["summary"]),
                         )
                         .await
                         .map(|s| s.value.summary.trim().to_string())
@@ -511,172 +849,102 @@ impl<'a> Builder<'a> {
         Ok(parts.join("\n"))
     }
 
-    /// The shared head of every per-segment prompt: the document summary, then the segment.
-    /// The four per-segment prompts (entities, relations, questions, update) start with exactly
-    /// this text, so an OpenAI-compatible server with a prompt cache (llama.cpp's `cache_prompt`)
-    /// computes it once per segment instead of four times.
-    fn segment_context(&self, seg: &Segment, summary: &str) -> Result<String, BuildError> {
-        Ok(self.prompts.render(
-            PromptId::SegmentContext,
-            &[("summary", summary), ("segment", &seg.text)],
-        )?)
-    }
-
-    /// `context` (from [`Self::segment_context`], already rendered) followed by the task prompt.
-    fn segment_prompt(
-        &self,
-        context: &str,
-        id: PromptId,
-        values: &[(&str, &str)],
-    ) -> Result<String, BuildError> {
-        let task = self.prompts.render(id, values)?;
-        Ok(format!("{context}{task}"))
-    }
-
-    /// Phase 1 for one segment.
+    /// The joint extraction of one segment: its schema entities (`found`), and one call for
+    /// its entities, relations and (with the graph update) questions.
     async fn extract(
         &self,
         seg: &Segment,
         summary: &str,
         question: Option<&str>,
+        found: Vec<schema::SchemaEntity>,
     ) -> Result<SegmentOut, BuildError> {
-        let mut out = SegmentOut::default();
-        let context = self.segment_context(seg, summary)?;
+        let mut out = SegmentOut {
+            entities: found
+                .into_iter()
+                .map(|e| RawEntity {
+                    segment: seg.index,
+                    name: e.name,
+                    kind: e.kind.to_string(),
+                    source: Source::Schema,
+                })
+                .collect(),
+            ..SegmentOut::default()
+        };
         let lower = seg.text.to_lowercase();
-        for e in schema::extract(&seg.text) {
-            out.entities.push(RawEntity {
-                segment: seg.index,
-                name: e.name,
-                kind: e.kind.to_string(),
-                source: Source::Schema,
-            });
-        }
-        if self.params.open_entity {
-            let p = self.segment_prompt(
-                &context,
-                PromptId::Entities,
-                &[("question", question_text(question))],
-            )?;
-            match self
-                .llm
-                .chat_json::<EntitiesReply>(
-                    "entities",
-                    vec![Message::user(p)],
-                    schema(
-                        "entities",
-                        json!({"entities": entity_schema(30)}),
-                        &["entities"],
-                    ),
-                )
-                .await
-            {
-                Ok(r) => self.take_entities(seg, &lower, r.value.entities, Source::Llm, &mut out),
-                Err(e) => out.failures.push(failure(Some(seg.index), "entities", e)),
-            }
-        }
-        self.progress.tick();
-        let entities = entity_lines(&out.entities);
-        let p = self.segment_prompt(
-            &context,
-            PromptId::Relations,
+        let with_questions = self.params.graph_update;
+        let id = if with_questions {
+            PromptId::Extract
+        } else {
+            PromptId::ExtractNoQuestions
+        };
+        let p = self.prompts.render(
+            id,
             &[
+                ("summary", summary),
                 ("question", question_text(question)),
-                ("entities", &entities),
+                ("segment", &seg.text),
             ],
         )?;
+        let decoding = Decoding {
+            max_tokens: if self.params.extraction_max_tokens == 0 {
+                2048
+            } else {
+                self.params.extraction_max_tokens
+            },
+            frequency_penalty: self.params.extraction_frequency_penalty,
+        };
         match self
             .llm
-            .chat_json::<RelationsReply>(
-                "relations",
-                vec![Message::user(p)],
-                schema(
-                    "relations",
-                    json!({"relations": relation_schema(30)}),
-                    &["relations"],
-                ),
-            )
-            .await
-        {
-            Ok(r) => out.relations.extend(
-                r.value
-                    .relations
-                    .into_iter()
-                    .map(|r| raw_relation(seg.index, r)),
-            ),
-            Err(e) => out.failures.push(failure(Some(seg.index), "relations", e)),
-        }
-        if self.params.graph_update {
-            let relations = relation_lines(&out.relations);
-            let entities = entity_lines(&out.entities);
-            let p = self.segment_prompt(
-                &context,
-                PromptId::Questions,
-                &[("entities", &entities), ("relations", &relations)],
-            )?;
-            match self
-                .llm
-                .chat_json::<QuestionsReply>(
-                    "questions",
-                    vec![Message::user(p)],
-                    schema(
-                        "questions",
-                        json!({"questions": {"type": "array", "maxItems": 5, "items": {"type": "string", "minLength": 5, "maxLength": 200}}}),
-                        &["questions"],
-                    ),
-                )
-                .await
-            {
-                Ok(r) => out.proposed_questions = r.value.questions,
-                Err(e) => out.failures.push(failure(Some(seg.index), "questions", e)),
-            }
-        }
-        self.progress.inc(1);
-        Ok(out)
-    }
-
-    /// Phase 2 for one segment: entities and relations supplemented from its questions.
-    async fn update(
-        &self,
-        seg: &Segment,
-        summary: &str,
-        current: &[RawEntity],
-        questions: &[String],
-    ) -> Result<SegmentOut, BuildError> {
-        let mut out = SegmentOut::default();
-        if questions.is_empty() {
-            self.progress.inc(1);
-            return Ok(out);
-        }
-        let qs: String = questions.iter().map(|q| format!("- {q}\n")).collect();
-        let p = self.segment_prompt(
-            &self.segment_context(seg, summary)?,
-            PromptId::Update,
-            &[("entities", &entity_lines(current)), ("questions", &qs)],
-        )?;
-        match self
-            .llm
-            .chat_json::<UpdateReply>(
-                "update",
-                vec![Message::user(p)],
-                schema(
-                    "update",
-                    json!({"entities": entity_schema(15), "relations": relation_schema(15)}),
-                    &["entities", "relations"],
-                ),
+            .chat_json_with::<ExtractReply>(
+                "extract",
+                conversation(&p),
+                extract_schema(with_questions),
+                Some(decoding),
             )
             .await
         {
             Ok(r) => {
-                let lower = seg.text.to_lowercase();
-                self.take_entities(seg, &lower, r.value.entities, Source::Update, &mut out);
+                let reply = r.value;
+                // The no-open-entity ablation keeps the schema extractor's entities only.
+                if self.params.open_entity {
+                    self.take_entities(seg, &lower, reply.entities, Source::Llm, &mut out);
+                }
                 out.relations.extend(
-                    r.value
-                        .relations
+                    reply
+                        .triples
                         .into_iter()
-                        .map(|r| raw_relation(seg.index, r)),
+                        .map(|r| raw_relation(seg.index, r.into_relation())),
                 );
+                if with_questions {
+                    for q in reply.unanswered_questions {
+                        let (text, relations, entities) = match q {
+                            QuestionItem::Full {
+                                question,
+                                triples,
+                                entities,
+                            } => (question, triples, entities),
+                            QuestionItem::Text(t) => (t, Vec::new(), Vec::new()),
+                        };
+                        if text.trim().is_empty() {
+                            continue;
+                        }
+                        let mut brought = SegmentOut::default();
+                        if self.params.open_entity {
+                            self.take_entities(seg, &lower, entities, Source::Update, &mut brought);
+                        }
+                        out.dropped_entities += brought.dropped_entities;
+                        out.proposed.push(Proposed {
+                            text,
+                            entities: brought.entities,
+                            relations: relations
+                                .into_iter()
+                                .map(|r| raw_relation(seg.index, r.into_relation()))
+                                .collect(),
+                        });
+                    }
+                }
             }
-            Err(e) => out.failures.push(failure(Some(seg.index), "update", e)),
+            Err(e) => out.failures.push(failure(Some(seg.index), "extract", e)),
         }
         self.progress.inc(1);
         Ok(out)
@@ -714,7 +982,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Global combination: disambiguation, entity-segment links, relation merge, the graph.
+    /// Global combination: relation ends resolved, disambiguation, entity-segment links and
+    /// generic marks, relation merge, the graph.
     async fn combine(
         &self,
         segments: &[Segment],
@@ -724,6 +993,43 @@ impl<'a> Builder<'a> {
         stats: &mut BuildStats,
         failures: &mut Vec<StepFailure>,
     ) -> Result<StableDiGraph<Entity, Relation>, BuildError> {
+        // Relation ends, per segment on rayon's pool: each becomes an entity's surface name.
+        let stemmer = english_stemmer();
+        let mut global: HashMap<Vec<String>, String> = HashMap::new();
+        for e in outs.iter().flat_map(|o| o.entities.iter()) {
+            let key = normalize(&e.name, &stemmer);
+            if !key.is_empty() {
+                global.entry(key).or_insert_with(|| e.name.clone());
+            }
+        }
+        let threshold = self.params.entity_similarity;
+        let allow_new = self.params.open_entity;
+        let resolved: Vec<(Vec<RawEntity>, Vec<RawRelation>, RelationDrops)> = outs
+            .par_iter()
+            .zip(segments.par_iter())
+            .map(|(o, seg)| {
+                resolve_segment(
+                    seg,
+                    &o.entities,
+                    &o.relations,
+                    &global,
+                    threshold,
+                    allow_new,
+                )
+            })
+            .collect();
+        let mut drops = RelationDrops::default();
+        let mut kept: Vec<RawRelation> = Vec::new();
+        for (o, (created, rels, d)) in outs.iter_mut().zip(resolved) {
+            stats.raw_relations += o.relations.len();
+            o.entities.extend(created);
+            kept.extend(rels);
+            drops.unresolved_end += d.unresolved_end;
+            drops.self_loop += d.self_loop;
+            drops.empty_description += d.empty_description;
+            drops.unsupported += d.unsupported;
+        }
+
         let raw: Vec<RawEntity> = outs
             .iter()
             .flat_map(|o| o.entities.iter().cloned())
@@ -747,8 +1053,6 @@ impl<'a> Builder<'a> {
             }
         }
         let mut graph: StableDiGraph<Entity, Relation> = StableDiGraph::new();
-        let mut node_of_rep: HashMap<usize, NodeIndex> = HashMap::new();
-        let stemmer = english_stemmer();
         let mut by_surface: HashMap<String, NodeIndex> = HashMap::new();
         let mut by_key: HashMap<Vec<String>, NodeIndex> = HashMap::new();
         for r in &order {
@@ -786,61 +1090,60 @@ impl<'a> Builder<'a> {
                 mentions: idx.iter().map(|&i| raw[i].name.clone()).collect(),
                 segments: idx.iter().map(|&i| raw[i].segment).collect(),
                 sources: idx.iter().map(|&i| raw[i].source).collect(),
+                generic: false,
             };
             let node = graph.add_node(entity);
-            node_of_rep.insert(*r, node);
             for &i in idx {
-                by_surface.entry(raw[i].name.to_lowercase()).or_insert(node);
+                by_surface.entry(raw[i].name.clone()).or_insert(node);
                 by_key
                     .entry(normalize(&raw[i].name, &stemmer))
                     .or_insert(node);
             }
         }
         link_segments(&mut graph, segments);
+        mark_generic(&mut graph, segments.len());
 
-        // Relations: resolve both ends, group by entity pair.
-        let resolve = |name: &str| -> Option<NodeIndex> {
-            let name = clean_name(name);
+        // Relations: both ends are surface names of raw entities now; group by entity pair.
+        let node_of = |name: &str| -> Option<NodeIndex> {
             by_surface
-                .get(&name.to_lowercase())
+                .get(name)
                 .copied()
-                .or_else(|| by_key.get(&normalize(&name, &stemmer)).copied())
+                .or_else(|| by_key.get(&normalize(name, &stemmer)).copied())
         };
         let mut groups: BTreeMap<Pair, Vec<Resolved>> = BTreeMap::new();
-        let mut drops = RelationDrops::default();
-        for r in outs.iter().flat_map(|o| o.relations.iter()) {
-            stats.raw_relations += 1;
-            match (resolve(&r.head), resolve(&r.tail)) {
-                (Some(h), Some(t)) if h != t && !r.description.is_empty() => {
+        for r in kept {
+            match (node_of(&r.head), node_of(&r.tail)) {
+                (Some(h), Some(t)) if h != t => {
                     let key = if h < t { (h, t) } else { (t, h) };
-                    groups.entry(key).or_default().push((h, t, r.clone()));
+                    groups.entry(key).or_default().push((h, t, r));
                 }
-                (Some(h), Some(t)) => {
-                    stats.dropped_relations += 1;
-                    if h == t {
-                        drops.self_loop += 1;
-                    } else {
-                        drops.empty_description += 1;
-                    }
-                }
-                _ => {
-                    stats.dropped_relations += 1;
-                    drops.unresolved_end += 1;
-                }
+                // Two names that disambiguation merged into one entity.
+                (Some(_), Some(_)) => drops.self_loop += 1,
+                _ => drops.unresolved_end += 1,
             }
         }
+        stats.dropped_relations =
+            drops.unresolved_end + drops.self_loop + drops.empty_description + drops.unsupported;
         stats.relation_drops = Some(drops);
-        // Pairs with relations from two or more segments go through Relation Update.
+        // Pairs with relations from two or more segments go through Relation Update, those
+        // spread over the most segments first, at most one per RELATION_UPDATES_PER_SEGMENT
+        // segments (and `max_relation_updates`); the others join their descriptions.
         let mut plans: Vec<(Pair, PerSegment)> = Vec::new();
         for (key, rels) in &groups {
             let mut by_seg: BTreeMap<usize, Vec<RawRelation>> = BTreeMap::new();
             for (_, _, r) in rels {
                 by_seg.entry(r.segment).or_default().push(r.clone());
             }
-            if by_seg.len() >= 2 && plans.len() < self.params.max_relation_updates {
+            if by_seg.len() >= 2 {
                 plans.push((*key, by_seg.into_iter().collect()));
             }
         }
+        plans.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        plans.truncate(
+            self.params
+                .max_relation_updates
+                .min(segments.len().div_ceil(RELATION_UPDATES_PER_SEGMENT)),
+        );
         let merged: Vec<(Pair, Result<MergedRelation, String>)> = stream::iter(plans)
             .map(|(key, per_seg)| async move {
                 (
@@ -970,7 +1273,10 @@ impl<'a> Builder<'a> {
 }
 
 /// Adds to each entity every segment whose text contains one of its mentions as a whole word
-/// (one Aho-Corasick pass per segment over all mentions: linear in the text).
+/// (one Aho-Corasick pass per segment over all mentions, segments on rayon's pool: linear in
+/// the text). A mention of several words matches in any case; a one-word mention only as
+/// written ("Bern" is not "bern", "Art" is not "art"), since a lone word in another case is
+/// most often another word.
 fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segment]) {
     let mut patterns: Vec<String> = Vec::new();
     let mut owner: Vec<NodeIndex> = Vec::new();
@@ -985,6 +1291,10 @@ fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segmen
     if patterns.is_empty() {
         return;
     }
+    let one_word: Vec<bool> = patterns
+        .iter()
+        .map(|p| !p.contains(char::is_whitespace))
+        .collect();
     let ac: AhoCorasick = match AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
@@ -996,22 +1306,45 @@ fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segmen
             return;
         }
     };
-    for seg in segments {
-        let text = &seg.text;
-        for m in ac.find_overlapping_iter(text) {
-            let before_ok = text[..m.start()]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !c.is_alphanumeric());
-            let after_ok = text[m.end()..]
-                .chars()
-                .next()
-                .is_none_or(|c| !c.is_alphanumeric());
-            if before_ok && after_ok {
-                let node = owner[m.pattern().as_usize()];
-                graph[node].segments.insert(seg.index);
+    let hits: Vec<Vec<usize>> = segments
+        .par_iter()
+        .map(|seg| {
+            let text = &seg.text;
+            let mut found = Vec::new();
+            for m in ac.find_overlapping_iter(text) {
+                let p = m.pattern().as_usize();
+                let before_ok = text[..m.start()]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_alphanumeric());
+                let after_ok = text[m.end()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_alphanumeric());
+                let case_ok = !one_word[p] || text[m.start()..m.end()] == patterns[p];
+                if before_ok && after_ok && case_ok {
+                    found.push(p);
+                }
             }
+            found
+        })
+        .collect();
+    for (seg, found) in segments.iter().zip(hits) {
+        for p in found {
+            graph[owner[p]].segments.insert(seg.index);
         }
+    }
+}
+
+/// Marks generic every entity linked to more than [`OVER_LINKED_SHARE`] of the segments, in a
+/// memory of [`GENERIC_MIN_SEGMENTS`] or more.
+fn mark_generic(graph: &mut StableDiGraph<Entity, Relation>, segments: usize) {
+    if segments < GENERIC_MIN_SEGMENTS {
+        return;
+    }
+    let limit = OVER_LINKED_SHARE * segments as f64;
+    for e in graph.node_weights_mut() {
+        e.generic = e.segments.len() as f64 > limit;
     }
 }
 
@@ -1038,6 +1371,7 @@ mod tests {
             mentions: ["Art".to_string()].into(),
             segments: BTreeSet::new(),
             sources: [Source::Schema].into(),
+            generic: false,
         });
         let segments = segment(
             "Arthur painted. Some artist came.\n\nModern art, said Arthur.\n\nArt-deco walls.",
@@ -1045,8 +1379,9 @@ mod tests {
         );
         assert_eq!(segments.len(), 3, "{segments:?}");
         link_segments(&mut g, &segments);
-        // "Arthur" and "artist" are not "Art"; "art," and "Art-" are.
-        assert_eq!(g[art].segments, BTreeSet::from([1, 2]));
+        // "Arthur" and "artist" are not "Art", nor is "art" (a one-word mention matches only
+        // as written); "Art-" is.
+        assert_eq!(g[art].segments, BTreeSet::from([2]));
     }
 
     #[test]
@@ -1055,5 +1390,207 @@ mod tests {
         assert!(!occurs_in("the article", "art"));
         assert!(occurs_in("art, and more", "art"));
         assert!(!occurs_in("x", ""));
+    }
+
+    fn raw(segment: usize, name: &str, source: Source) -> RawEntity {
+        RawEntity {
+            segment,
+            name: name.into(),
+            kind: "other".into(),
+            source,
+        }
+    }
+
+    fn rel(head: &str, tail: &str, description: &str) -> RawRelation {
+        RawRelation {
+            segment: 0,
+            head: head.into(),
+            tail: tail.into(),
+            description: description.into(),
+        }
+    }
+
+    #[test]
+    fn relation_ends_resolve_through_spelling_variants_and_the_segment_text() {
+        let seg = segment(
+            "Baji Rao I was the Peshwa of the Maratha Empire. Baji Rao's son Nanasaheb \
+             led the army at the battle of Palkhed, and the peshwa's court sat in Pune.",
+            1000,
+        )
+        .remove(0);
+        let entities = [
+            raw(0, "Baji Rao I", Source::Llm),
+            raw(0, "Maratha Empire", Source::Schema),
+            raw(0, "Nanasaheb", Source::Llm),
+        ];
+        let stemmer = english_stemmer();
+        let global: HashMap<Vec<String>, String> =
+            [(normalize("Shahu", &stemmer), "Shahu".to_string())].into();
+        let relations = [
+            // A shorter spelling and a possessive of an entity.
+            rel(
+                "Baji Rao",
+                "Maratha Empire",
+                "Baji Rao was Peshwa of the empire.",
+            ),
+            rel("Baji Rao's", "Nanasaheb", "Nanasaheb was Baji Rao's son."),
+            // Another case, and an entity of another segment.
+            rel("nanasaheb", "Shahu", "Nanasaheb served Shahu."),
+            // An end that is no entity but is in the text becomes one.
+            rel(
+                "Nanasaheb",
+                "battle of Palkhed",
+                "Nanasaheb led the army at Palkhed.",
+            ),
+            // A self-loop, an end found nowhere, an empty description.
+            rel("Baji Rao I", "baji rao", "Baji Rao is Baji Rao."),
+            rel(
+                "Nanasaheb",
+                "Delhi Sultanate",
+                "Nanasaheb fought the sultanate.",
+            ),
+            rel("Nanasaheb", "Pune", ""),
+        ];
+        let (created, kept, drops) =
+            resolve_segment(&seg, &entities, &relations, &global, 0.92, true);
+        let pairs: Vec<(&str, &str)> = kept
+            .iter()
+            .map(|r| (r.head.as_str(), r.tail.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("Baji Rao I", "Maratha Empire"),
+                ("Baji Rao I", "Nanasaheb"),
+                ("Nanasaheb", "Shahu"),
+                ("Nanasaheb", "battle of Palkhed"),
+            ]
+        );
+        assert_eq!(created.len(), 1);
+        assert_eq!(
+            (created[0].name.as_str(), created[0].source),
+            ("battle of Palkhed", Source::Relation)
+        );
+        assert_eq!(
+            (
+                drops.self_loop,
+                drops.unresolved_end,
+                drops.empty_description
+            ),
+            (1, 1, 1)
+        );
+        // The no-open-entity ablation makes no entity of an end.
+        let (created, kept, drops) =
+            resolve_segment(&seg, &entities, &relations, &global, 0.92, false);
+        assert!(created.is_empty());
+        assert_eq!((kept.len(), drops.unresolved_end), (3, 2));
+    }
+
+    #[test]
+    fn a_relation_between_two_passages_is_unsupported() {
+        let seg = segment(
+            "Passage 1:\nHero Burgers\nHero Burgers is a chain based in Toronto.\n\
+             Passage 2:\nEncore\nEncore is a resort on the Las Vegas Strip.",
+            1000,
+        )
+        .remove(0);
+        let entities = [
+            raw(0, "Hero Burgers", Source::Llm),
+            raw(0, "Toronto", Source::Llm),
+            raw(0, "Encore", Source::Llm),
+            raw(0, "Las Vegas Strip", Source::Llm),
+        ];
+        let relations = [
+            rel(
+                "Hero Burgers",
+                "Toronto",
+                "Hero Burgers is based in Toronto.",
+            ),
+            rel(
+                "Toronto",
+                "Las Vegas Strip",
+                "Toronto is in Las Vegas Strip.",
+            ),
+            // A title joins its passage: "Encore" of the title line and of the text.
+            rel(
+                "Encore",
+                "Las Vegas Strip",
+                "Encore is on the Las Vegas Strip.",
+            ),
+        ];
+        let (_, kept, drops) =
+            resolve_segment(&seg, &entities, &relations, &HashMap::new(), 0.92, true);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(drops.unsupported, 1);
+    }
+
+    #[test]
+    fn a_prompt_file_becomes_a_conversation() {
+        let m = conversation(
+            "### system\nBe exact.\n### user\nExample\n### assistant\n{}\n### user\nReal\n",
+        );
+        let roles: Vec<(crate::llm::Role, &str)> =
+            m.iter().map(|m| (m.role, m.content.as_str())).collect();
+        use crate::llm::Role::*;
+        assert_eq!(
+            roles,
+            vec![
+                (System, "Be exact."),
+                (User, "Example"),
+                (Assistant, "{}"),
+                (User, "Real")
+            ]
+        );
+        assert_eq!(conversation("just text").len(), 1);
+    }
+
+    #[test]
+    fn a_triple_is_a_relation_with_a_sentence() {
+        let r = TripleItem::Triple(vec![
+            "Karl Weber".into(),
+            "was born in".into(),
+            "Lyon".into(),
+        ])
+        .into_relation();
+        assert_eq!(
+            (r.head.as_str(), r.tail.as_str(), r.description.as_str()),
+            ("Karl Weber", "Lyon", "Karl Weber was born in Lyon.")
+        );
+        let short = TripleItem::Triple(vec!["Karl Weber".into()]).into_relation();
+        assert!(
+            short.description.is_empty(),
+            "counted as an empty description"
+        );
+    }
+
+    #[test]
+    fn a_longer_end_is_not_its_first_word() {
+        let (e, k) = (
+            normalize("Swiss society of engineers", &english_stemmer()),
+            normalize("Swiss", &english_stemmer()),
+        );
+        assert_eq!(fuzzy_score(&e, &k, 0.92), None);
+        assert!(fuzzy_score(&k, &e, 0.92).is_some());
+        assert!(contains_entity(
+            &normalize("the Velden Bridge over the Aare", &english_stemmer()),
+            &normalize("Velden Bridge", &english_stemmer())
+        ));
+    }
+
+    #[test]
+    fn the_skim_reads_every_line_opening_and_skips_labels() {
+        let seg = segment(
+            "Passage 3:\nKarl Weber\nKarl Weber was a painter from Lyon. He moved to Paris in \
+             1901 and painted bridges.\nPassage 4:\nAare\nThe Aare is a river. It is long.",
+            1000,
+        )
+        .remove(0);
+        let s = skim(&seg, 200);
+        assert_eq!(
+            s,
+            "Karl Weber\nKarl Weber was a painter from Lyon.\nAare\nThe Aare is a river."
+        );
+        // A small budget keeps the first lines only.
+        assert_eq!(skim(&seg, 3), "Karl Weber");
     }
 }

@@ -35,12 +35,18 @@ pub struct GraphDiagnostics {
     pub dropped_unresolved_end: Option<usize>,
     pub dropped_self_loop: Option<usize>,
     pub dropped_empty: Option<usize>,
+    /// Dropped because both ends are named in the segment but in no one paragraph (None for
+    /// memories built before this was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_unsupported: Option<usize>,
     /// Graph edges (kept relations merged by entity pair).
     pub edges: usize,
     pub edges_per_segment: f64,
     /// Share of entities with at least one edge (0..1).
     pub entities_with_edge: f64,
-    /// Share of the LLM-extracted entities with at least one edge (0..1; None without any).
+    /// Share of the LLM-extracted entities (named as entities by the LLM's extraction or by an
+    /// admitted question; not the ends made entities) with at least one edge (0..1; None
+    /// without any).
     pub llm_entities_with_edge: Option<f64>,
     /// Median number of segments an entity is linked to.
     pub median_segments_per_entity: f64,
@@ -78,7 +84,7 @@ pub fn diagnose(memory: &Memory) -> GraphDiagnostics {
     let linked = g.node_indices().filter(|&n| has_edge(n)).count();
     let llm: Vec<_> = g
         .node_indices()
-        .filter(|&n| g[n].sources.contains(&Source::Llm))
+        .filter(|&n| g[n].sources.contains(&Source::Llm) || g[n].sources.contains(&Source::Update))
         .collect();
     let llm_linked = llm.iter().filter(|&&n| has_edge(n)).count();
     let limit = OVER_LINKED_SHARE * segments as f64;
@@ -99,6 +105,11 @@ pub fn diagnose(memory: &Memory) -> GraphDiagnostics {
         dropped_unresolved_end: drops.map(|d| d.unresolved_end),
         dropped_self_loop: drops.map(|d| d.self_loop),
         dropped_empty: drops.map(|d| d.empty_description),
+        // Counted only by builds that check support (they record relation-end entities too;
+        // older ones have neither): a memory with no drops of this cause still says 0.
+        dropped_unsupported: drops
+            .filter(|_| memory.params.extraction_max_tokens > 0)
+            .map(|d| d.unsupported),
         edges: g.edge_count(),
         edges_per_segment: per_segment(g.edge_count()),
         entities_with_edge: if entities == 0 {
@@ -121,7 +132,7 @@ impl GraphDiagnostics {
         let opt = |x: Option<usize>| x.map_or("n/a".to_string(), |x| x.to_string());
         let b = &self.entities_per_segment_by_source;
         format!(
-            "graph diagnostics:\n  entities per segment: {:.1} (schema {:.1}, LLM {:.1}, update {:.1}, relation end {:.1})\n  relations: {} extracted, {} kept; dropped: {} unresolved end, {} self-loop, {} empty\n  edges: {} ({:.2} per segment); entities with an edge: {:.1}% (LLM-extracted: {})\n  median segments per entity: {:.1}; entities linked to more than {:.0}% of the segments: {}\n",
+            "graph diagnostics:\n  entities per segment: {:.1} (schema {:.1}, LLM {:.1}, update {:.1}, relation end {:.1})\n  relations: {} extracted, {} kept; dropped: {} unresolved end, {} self-loop, {} empty, {} unsupported\n  edges: {} ({:.2} per segment); entities with an edge: {:.1}% (LLM-extracted: {})\n  median segments per entity: {:.1}; entities linked to more than {:.0}% of the segments: {}\n",
             self.entities_per_segment,
             b.schema,
             b.llm,
@@ -132,6 +143,7 @@ impl GraphDiagnostics {
             opt(self.dropped_unresolved_end),
             opt(self.dropped_self_loop),
             opt(self.dropped_empty),
+            opt(self.dropped_unsupported),
             self.edges,
             self.edges_per_segment,
             100.0 * self.entities_with_edge,
@@ -157,6 +169,7 @@ mod tests {
             mentions: [name.to_string()].into(),
             segments: segments.iter().copied().collect(),
             sources: sources.iter().copied().collect(),
+            generic: false,
         }
     }
 
@@ -170,6 +183,8 @@ mod tests {
             open_entity: true,
             max_relation_updates: 10,
             summary_input_tokens: 1000,
+            extraction_max_tokens: 2048,
+            extraction_frequency_penalty: 0.5,
         };
         let doc = "a. b. c. d. e. f. g. h. i. j.";
         let mut m = Memory::segments_only(doc, params, "m");
@@ -194,6 +209,7 @@ mod tests {
             unresolved_end: 3,
             self_loop: 1,
             empty_description: 0,
+            unsupported: 0,
         });
         let d = diagnose(&m);
         assert_eq!((d.segments, d.entities, d.edges), (10, 4, 1));

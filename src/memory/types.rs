@@ -24,7 +24,8 @@ pub enum Source {
     Schema,
     /// Added by the graph update from generated questions.
     Update,
-    /// Named as the head or tail of an extracted relation.
+    /// Named as the head or tail of an extracted relation, found in the segment's text, and
+    /// no entity of the segment yet.
     Relation,
 }
 
@@ -41,6 +42,11 @@ pub struct Entity {
     /// contains one of its mentions as a whole word.
     pub segments: BTreeSet<usize>,
     pub sources: BTreeSet<Source>,
+    /// Linked to more than a fifth of the segments (of a memory of five or more): a word like
+    /// "film" or "He" that says little about where the evidence is. Navigation does not start
+    /// from a generic entity by verbatim match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generic: bool,
 }
 
 /// A graph edge: an open relation between two entities, in one clear sentence.
@@ -83,6 +89,12 @@ pub struct BuildParams {
     pub max_relation_updates: usize,
     /// Token budget of one summary call's input (the map-reduce threshold).
     pub summary_input_tokens: usize,
+    /// Reply budget of the joint extraction call (0 in memories built before it existed).
+    #[serde(default)]
+    pub extraction_max_tokens: u32,
+    /// Frequency penalty of the joint extraction call.
+    #[serde(default)]
+    pub extraction_frequency_penalty: f32,
 }
 
 /// Counters of the build, for `inspect` and the reports.
@@ -96,7 +108,7 @@ pub struct BuildStats {
     pub merges: usize,
     /// Relations extracted over all segments, before merging.
     pub raw_relations: usize,
-    /// Relations dropped because an end matched no entity of the segment.
+    /// Relations dropped (self-loop, empty description, or an end found nowhere in the segment).
     pub dropped_relations: usize,
     /// Relation Update calls made.
     pub relation_updates: usize,
@@ -110,12 +122,18 @@ pub struct BuildStats {
 /// Why extracted relations were dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelationDrops {
-    /// The head or the tail resolved to no entity.
+    /// The head or the tail resolved to no entity (and, since issue 38, occurs nowhere in the
+    /// relation's segment, so it could not become one).
     pub unresolved_end: usize,
     /// Head and tail resolved to the same entity.
     pub self_loop: usize,
     /// The description was empty.
     pub empty_description: usize,
+    /// Both ends are named in the segment, but in no one paragraph of it: the small models
+    /// chain the entities of neighbouring passages ("Hong Kong is in Las Vegas Strip"), and such
+    /// a relation says nothing the segment says. (0 in memories built before it was counted.)
+    #[serde(default)]
+    pub unsupported: usize,
 }
 
 /// Embedding vectors of a memory's segments and edges, computed once (`embed::index_memory`)

@@ -25,45 +25,32 @@ pub fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
         json(
             r#"{"summary": "The Velden Bridge was designed by Clara Hoffmann, an engineer from Lucerne."}"#,
         )
-    } else if p.contains("extract key entities") {
+    } else if p.contains("Build the knowledge graph of the segment") {
         if seg1 && !seg0 {
             if broken_entities_in_segment_1 {
                 return json("Sorry, I cannot produce JSON today.");
             }
+            // Ends as a model spells them: a possessive, a bare surname, an entity of another
+            // segment, a phrase that is no entity yet, and a self-loop in another case.
             json(
-                r#"{"entities": [{"name": "Clara Hoffmann", "type": "person"}, {"name": "Lucerne", "type": "location"}]}"#,
+                r#"{"entities": [{"name": "Clara Hoffmann", "type": "person"}, {"name": "Lucerne", "type": "location"}],
+                   "relations": [
+                     {"head": "Clara Hoffmann", "description": "Clara Hoffmann was born in Lucerne.", "tail": "Lucerne"},
+                     {"head": "Hoffmann", "description": "Hoffmann designed bridges such as the Velden Bridge.", "tail": "Velden Bridge"},
+                     {"head": "Hoffmann's", "description": "Hoffmann was among the first women admitted to the Swiss society of engineers.", "tail": "Swiss society of engineers"},
+                     {"head": "Clara Hoffmann", "description": "Clara Hoffmann is Clara Hoffmann.", "tail": "clara hoffmann"}],
+                   "questions": [{"question": "Where was Clara Hoffmann born?", "relations": []}]}"#,
             )
         } else {
             json(
-                r#"{"entities": [{"name": "Velden Bridge", "type": "location"}, {"name": "Clara Hoffmann (1851-1923)", "type": "person"}, {"name": "Atlantis", "type": "location"}]}"#,
-            )
-        }
-    } else if p.contains("associate the extracted entities") {
-        if seg1 && !seg0 {
-            json(
-                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Lucerne", "description": "Clara Hoffmann was born in Lucerne."}]}"#,
-            )
-        } else {
-            json(
-                r#"{"relations": [{"head": "Clara Hoffmann", "tail": "Velden Bridge", "description": "Clara Hoffmann designed the Velden Bridge."}, {"head": "Nobody", "tail": "Velden Bridge", "description": "Nobody crossed it."}]}"#,
-            )
-        }
-    } else if p.contains("Doubt is the catalyst") {
-        if seg1 && !seg0 {
-            json(r#"{"questions": ["Where was Clara Hoffmann born?"]}"#)
-        } else {
-            json(
-                r#"{"questions": ["Who designed the Velden Bridge?", "Who designed the Velden Bridge first?"]}"#,
-            )
-        }
-    } else if p.contains("updated with the help of questions") {
-        if seg1 && !seg0 {
-            json(
-                r#"{"entities": [], "relations": [{"head": "Hoffmann", "tail": "Velden Bridge", "description": "Hoffmann designed bridges."}]}"#,
-            )
-        } else {
-            json(
-                r#"{"entities": [{"name": "Marlow Heath", "type": "location"}], "relations": [{"head": "Velden Bridge", "tail": "Marlow Heath", "description": "The Velden Bridge stands in Marlow Heath."}]}"#,
+                r#"{"entities": [{"name": "Velden Bridge", "type": "location"}, {"name": "Clara Hoffmann (1851-1923)", "type": "person"}, {"name": "Atlantis", "type": "location"}],
+                   "relations": [
+                     {"head": "Clara Hoffmann", "description": "Clara Hoffmann designed the Velden Bridge.", "tail": "Velden Bridge"},
+                     {"head": "Nobody", "description": "Nobody crossed it.", "tail": "Velden Bridge"}],
+                   "questions": [
+                     {"question": "Who designed the Velden Bridge?", "relations": [{"head": "Velden Bridge", "description": "The Velden Bridge stands in Marlow Heath.", "tail": "Marlow Heath"}],
+                      "entities": [{"name": "Marlow Heath", "type": "location"}]},
+                     {"question": "Who designed the Velden Bridge first?", "relations": [{"head": "Velden Bridge", "description": "The Velden Bridge crosses the Aare.", "tail": "Aare"}]}]}"#,
             )
         }
     } else if p.contains("merge the corresponding relationships") {
