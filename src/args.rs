@@ -241,6 +241,10 @@ pub(crate) struct EvalArgs {
     /// Run the pairs that failed in an earlier run again.
     #[arg(long)]
     pub(crate) retry_failed: bool,
+    /// Build (or load) the methods' memories and record the builds, but answer no question
+    /// (two documents at a time; the memories stay in DIR/memories for later runs).
+    #[arg(long)]
+    pub(crate) build_only: bool,
     /// Only (re)write the report from the results already in DIR (with the dataset at hand,
     /// first computing the spans of rows recorded before rows carried them: DIR/backfill.jsonl).
     #[arg(long)]

@@ -47,9 +47,13 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             embedder: &embedder,
             config,
         };
-        let trace_dir = args.trace_dir.clone();
-        let (retry, html) = (args.retry_failed, args.html);
-        experiment::run(&ctx, &plan, &args.out, retry, trace_dir, html).await?;
+        let flags = experiment::Flags {
+            retry_failed: args.retry_failed,
+            trace_dir: args.trace_dir.clone(),
+            html: args.html,
+            build_only: args.build_only,
+        };
+        experiment::run(&ctx, &plan, &args.out, flags).await?;
     }
     if args.report_only && args.html {
         let dir = args

@@ -93,6 +93,7 @@ fn opts() -> EvalOptions {
         progress: false,
         trace_dir: None,
         html: false,
+        build_only: false,
     }
 }
 

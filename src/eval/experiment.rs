@@ -221,16 +221,33 @@ pub struct RunCtx<'a> {
     pub config: &'a Config,
 }
 
+/// How [`run`] runs the plan.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    /// Run the pairs that failed in an earlier run again.
+    pub retry_failed: bool,
+    /// Keep every question's trace here (DIR/traces with `html`).
+    pub trace_dir: Option<PathBuf>,
+    /// Write each question's page next to its trace.
+    pub html: bool,
+    /// Build the memories only (see [`EvalOptions::build_only`]).
+    pub build_only: bool,
+}
+
 /// Runs the plan's pairs into `out` (resuming what is there), printing progress and the ledger
 /// on stderr, and appends where the time went to `out/timing.jsonl`.
 pub async fn run(
     ctx: &RunCtx<'_>,
     plan: &Plan,
     out: &Path,
-    retry_failed: bool,
-    trace_dir: Option<PathBuf>,
-    html: bool,
+    flags: Flags,
 ) -> Result<RunSummary, EvalError> {
+    let Flags {
+        retry_failed,
+        trace_dir,
+        html,
+        build_only,
+    } = flags;
     // Pages go next to the traces: DIR/traces unless another directory is named.
     let trace_dir = match trace_dir {
         None if html => Some(out.join(PAGES)),
@@ -255,11 +272,18 @@ pub async fn run(
     let opts = EvalOptions {
         methods: plan.methods.clone(),
         trials: plan.trials.clone(),
-        concurrency: ctx.config.llm.concurrency,
+        // Builds only: two documents at a time, so memories finish (and can be committed)
+        // one after another while the second keeps the server's slots busy.
+        concurrency: if build_only {
+            2
+        } else {
+            ctx.config.llm.concurrency
+        },
         retry_failed,
         progress: true,
         trace_dir: trace_dir.clone(),
         html,
+        build_only,
     };
     eprintln!(
         "{} questions x {} methods -> {}",

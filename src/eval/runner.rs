@@ -183,6 +183,9 @@ pub struct EvalOptions {
     pub trace_dir: Option<PathBuf>,
     /// Also write each question's HTML page (`qrmem view`) next to its trace.
     pub html: bool,
+    /// Build (or load) the methods' memories and journal the builds, but answer nothing: the
+    /// memories are then read by later runs (issue 38's graph rebuilds).
+    pub build_only: bool,
 }
 
 pub struct EvalCtx<'a> {
@@ -368,9 +371,23 @@ pub async fn run(
                         config: ctx.config,
                     };
                     let t = Instant::now();
+                    let bar = indicatif::ProgressBar::hidden();
+                    let watch = lines.then(|| {
+                        watch_build(bar.clone(), llm.clone(), kind.name(), group[0].0.id.clone())
+                    });
                     let got = store
-                        .get_or_prepare(kind, &pctx, document, question, &group[0].0.id, None)
+                        .get_or_prepare(
+                            kind,
+                            &pctx,
+                            document,
+                            question,
+                            &group[0].0.id,
+                            Some(bar),
+                        )
                         .await;
+                    if let Some(w) = watch {
+                        w.abort();
+                    }
                     let cost = llm.ledger().snapshot().total();
                     let mut rec = BuildRecord {
                         document: k.clone(),
@@ -432,10 +449,14 @@ pub async fn run(
                 }
                 let memories = &memories;
                 let covered = &covered;
-                let jobs: Vec<(&QaItem, MethodSpec, Option<usize>)> = group
-                    .iter()
-                    .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, m.clone(), *t)))
-                    .collect();
+                let jobs: Vec<(&QaItem, MethodSpec, Option<usize>)> = if opts.build_only {
+                    Vec::new()
+                } else {
+                    group
+                        .iter()
+                        .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, m.clone(), *t)))
+                        .collect()
+                };
                 let done: Vec<Result<(), EvalError>> = stream::iter(jobs)
                     .map(|(item, spec, trials)| async move {
                         let llm = ctx.llm.scoped();
@@ -672,6 +693,48 @@ fn result_line(rec: &ResultRecord, bar: &indicatif::ProgressBar) -> String {
         rec.wall_secs,
         eta_text(bar.position(), bar.length().unwrap_or(0), bar.elapsed())
     )
+}
+
+/// While a memory is prepared with its stderr in a file, prints a line when the build starts
+/// (its first step) and then whenever it enters another stage or passes another eighth of its
+/// steps: stage, step k of n, LLM calls so far, and the time left at the mean rate. Reads the
+/// build's own (hidden) progress bar and ledger every few seconds; aborted when the build ends.
+fn watch_build(
+    bar: indicatif::ProgressBar,
+    llm: crate::llm::Service,
+    kind: &'static str,
+    item: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let mut said: Option<(String, u64)> = None;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            let (pos, len, stage) = (bar.position(), bar.length().unwrap_or(0), bar.message());
+            if len == 0 {
+                continue;
+            }
+            let eighth = (pos * 8) / len.max(1);
+            let now = (stage.to_string(), eighth);
+            if said.as_ref() == Some(&now) {
+                continue;
+            }
+            if said.is_none() {
+                say(&format!(
+                    "{} build {kind} of {item}: started ({len} steps: summary, one per segment, merge)",
+                    clock()
+                ));
+            }
+            let calls = llm.ledger().snapshot().total();
+            say(&format!(
+                "{} build {kind} of {item}: {stage}, step {pos} of {len}, {} LLM calls, ETA {}",
+                clock(),
+                calls.requests + calls.cache_hits,
+                crate::progress::eta_text(pos, len, started.elapsed())
+            ));
+            said = Some(now);
+        }
+    })
 }
 
 /// Writes a progress line to stderr. A closed or full stderr is not worth failing (or, as
