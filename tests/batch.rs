@@ -319,7 +319,7 @@ async fn a_document_is_built_once_and_an_unreadable_memory_is_rebuilt() {
     let builds = llm
         .received()
         .iter()
-        .filter(|r| common::velden::prompt_of(r).contains("Build the knowledge graph"))
+        .filter(|r| common::velden::conversation_of(r).contains("You build the knowledge graph"))
         .count();
     assert!(builds > 0);
     // The same document in another job: loaded, no build call.
@@ -330,7 +330,7 @@ async fn a_document_is_built_once_and_an_unreadable_memory_is_rebuilt() {
     let after = llm
         .received()
         .iter()
-        .filter(|r| common::velden::prompt_of(r).contains("Build the knowledge graph"))
+        .filter(|r| common::velden::conversation_of(r).contains("You build the knowledge graph"))
         .count();
     assert_eq!(after, builds);
     // A truncated memory file is reported and rebuilt, never trusted.

@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::velden::{build, params, prompt_of};
+use common::velden::{build, conversation_of, params, prompt_of};
 use qrmem::llm::{Scripted, ScriptedLlm, Service};
 use qrmem::memory::{self, store, Builder, Memory, StoreError};
 use qrmem::prompts::Prompts;
@@ -72,16 +72,18 @@ async fn builds_the_expected_graph() {
     // Schema extractor entities are there too.
     assert!(m.find_entity("1887").is_some() && m.find_entity("Aare").is_some());
 
-    // Edges: Clara-Velden merged from two segments by Relation Update ("Hoffmann" in segment 1
-    // resolves to Clara Hoffmann, "Velden Bridge" to segment 0's entity); Clara-Lucerne;
-    // Velden-Marlow Heath (brought by an admitted question); Clara-the society ("Hoffmann's").
+    // Edges: Clara-engineer merged from two segments by Relation Update ("Hoffmann" in segment
+    // 1 resolves to Clara Hoffmann, "engineer" is an end made entity in both); Clara-Velden;
+    // Clara-Lucerne; Velden-Marlow Heath (brought by an admitted question); Clara-the society
+    // ("Hoffmann's"). Segment 1's "Hoffmann -> Velden Bridge" is dropped: segment 1 never
+    // names the bridge.
     let clara_n = m.find_entity("Clara Hoffmann").unwrap();
-    let velden_n = m.find_entity("Velden Bridge").unwrap();
+    let engineer = m.find_entity("engineer").unwrap();
     let e = m
         .graph
-        .find_edge(clara_n, velden_n)
-        .or_else(|| m.graph.find_edge(velden_n, clara_n))
-        .expect("Clara-Velden edge");
+        .find_edge(clara_n, engineer)
+        .or_else(|| m.graph.find_edge(engineer, clara_n))
+        .expect("Clara-engineer edge");
     let rel = &m.graph[e];
     assert_eq!(
         rel.description,
@@ -95,17 +97,18 @@ async fn builds_the_expected_graph() {
     assert_eq!(m.stats.relation_updates, 1);
     assert_eq!(
         m.relation_count(),
-        4,
+        5,
         "{:?}",
         m.graph
             .edge_weights()
             .map(|r| &r.description)
             .collect::<Vec<_>>()
     );
-    // Dropped: "Nobody" (in no segment, no entity) and the self-loop; the rejected question's
-    // relation (Velden Bridge crosses the Aare) was never kept.
-    assert_eq!(m.stats.raw_relations, 7);
-    assert_eq!(m.stats.dropped_relations, 2);
+    // Dropped: "Nobody" (in no segment, no entity), the bridge that segment 1 never names, and
+    // the self-loop; the rejected question's relation (Velden Bridge crosses the Aare) was
+    // never kept.
+    assert_eq!(m.stats.raw_relations, 9);
+    assert_eq!(m.stats.dropped_relations, 3);
     let drops = m.stats.relation_drops.unwrap();
     assert_eq!(
         (
@@ -113,7 +116,7 @@ async fn builds_the_expected_graph() {
             drops.self_loop,
             drops.empty_description
         ),
-        (1, 1, 0)
+        (2, 1, 0)
     );
     let aare = m.find_entity("Aare").unwrap();
     assert!(
@@ -175,7 +178,7 @@ async fn a_step_that_never_parses_is_recorded_and_the_build_finishes() {
     let entity_calls = llm
         .received()
         .iter()
-        .filter(|r| prompt_of(r).contains("Build the knowledge graph"))
+        .filter(|r| conversation_of(r).contains("You build the knowledge graph"))
         .count();
     assert_eq!(
         entity_calls,
@@ -272,26 +275,27 @@ async fn the_memory_file_round_trips_and_bad_files_are_clear_errors() {
     assert_eq!(json["edges"].as_array().unwrap().len(), m.relation_count());
 }
 
-/// Each segment gets one joint prompt: the head (the summary, then the segment), then the task.
+/// Each segment gets one joint call: a system turn with the task, the one-shot example as a
+/// user/assistant exchange, then the summary, the question and the segment.
 #[tokio::test]
-async fn each_segment_gets_one_joint_prompt_after_the_head() {
+async fn each_segment_gets_one_joint_call_as_a_conversation() {
+    use qrmem::llm::Role;
     let (_, llm) = build(false, params()).await;
     let mut per_segment = [0usize; 2];
     for r in llm.received() {
-        let p = prompt_of(&r);
-        if !p.contains("Build the knowledge graph of the segment") {
+        if !conversation_of(&r).contains("You build the knowledge graph of a text segment") {
             continue;
         }
-        let task = p
-            .find("# Task Definition")
-            .unwrap_or_else(|| panic!("no task after the head: {p}"));
-        let head = &p[..task];
-        assert!(head.starts_with("# Document summary\n"), "{head}");
-        assert!(
-            head.trim_end().ends_with("\"\"\""),
-            "the head ends with the segment: {head}"
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            vec![Role::System, Role::User, Role::Assistant, Role::User]
         );
-        let seg = usize::from(head.contains("born in the city of Lucerne"));
+        let p = prompt_of(&r);
+        assert!(p.starts_with("# Document summary\n"), "{p}");
+        assert!(p.contains(common::velden::QUESTION), "{p}");
+        assert!(p.trim_end().ends_with("\"\"\""), "the segment ends it: {p}");
+        let seg = usize::from(p.contains("born in the city of Lucerne"));
         per_segment[seg] += 1;
     }
     assert_eq!(per_segment, [1, 1]);
@@ -381,7 +385,7 @@ fn a_memory_built_with_other_prompts_lives_in_another_file() {
 /// `bad` (a reply that never parses, or a transport failure).
 async fn build_failing(marker: &'static str, bad: Scripted) -> Memory {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| {
-        if common::velden::prompt_of(r).contains(marker) {
+        if common::velden::conversation_of(r).contains(marker) {
             bad.clone()
         } else {
             common::velden::reply(r, false)
@@ -404,7 +408,7 @@ async fn a_failure_in_each_stage_is_recorded_and_the_build_goes_on() {
     let unparsable = || Scripted::Reply("no JSON at all".into());
     for (marker, step, bad) in [
         ("Summary the context", "summary", unparsable()),
-        ("Build the knowledge graph", "extract", unparsable()),
+        ("You build the knowledge graph", "extract", unparsable()),
         (
             "merge the corresponding relationships",
             "merge",
@@ -412,7 +416,7 @@ async fn a_failure_in_each_stage_is_recorded_and_the_build_goes_on() {
         ),
         // A transport failure (after the transport's own retries) is recorded the same way.
         (
-            "Build the knowledge graph",
+            "You build the knowledge graph",
             "extract",
             Scripted::Fail("connection refused".into()),
         ),

@@ -534,10 +534,11 @@ fn naming(paragraphs: &[String], names: &[&str]) -> BTreeSet<usize> {
 }
 
 /// One segment's relations with both ends resolved: the entities its ends created, the
-/// relations kept (ends renamed to entity surface names), and the drops by cause. A relation
-/// whose two ends are both named in the segment must have them named in one paragraph; an end
-/// the segment does not name (resolved to an entity of the document) is not checked.
-#[allow(clippy::too_many_arguments)]
+/// relations kept (ends renamed to entity surface names), and the drops by cause. Both ends
+/// must be named in the segment (by the end's own spelling or its entity's name), in one
+/// paragraph: the small models name the question's entities as ends in segments that never
+/// mention them, and chain the entities of neighbouring passages. A relation the reply repeats
+/// word for word counts once.
 fn resolve_segment(
     segment: &Segment,
     entities: &[RawEntity],
@@ -566,15 +567,14 @@ fn resolve_segment(
     let mut created = Vec::new();
     let mut kept = Vec::new();
     let mut drops = RelationDrops::default();
-    for r in relations {
+    for r in unique(relations) {
         if r.description.is_empty() {
             drops.empty_description += 1;
             continue;
         }
-        let mut ends = [r.head.as_str(), r.tail.as_str()].map(|e| index.resolve(e, &lower));
         let mut names: Vec<String> = Vec::new();
-        for end in &mut ends {
-            match std::mem::replace(end, End::Absent) {
+        for end in [r.head.as_str(), r.tail.as_str()] {
+            match index.resolve(end, &lower) {
                 End::Found(n) => names.push(n),
                 End::New(n) => {
                     created.push(RawEntity {
@@ -588,27 +588,44 @@ fn resolve_segment(
                 End::Absent => {}
             }
         }
-        let support = |end: &str, name: &str| naming(&paragraphs, &[&end_name(end), name]);
+        let named = |end: &str, name: &str| naming(&paragraphs, &[&end_name(end), name]);
         match names.as_slice() {
             [h, t] if h == t => drops.self_loop += 1,
-            [h, t]
-                if {
-                    let (hp, tp) = (support(&r.head, h), support(&r.tail, t));
-                    !hp.is_empty() && !tp.is_empty() && hp.is_disjoint(&tp)
-                } =>
-            {
-                drops.unsupported += 1
+            [h, t] => {
+                let (hp, tp) = (named(&r.head, h), named(&r.tail, t));
+                if hp.is_empty() || tp.is_empty() {
+                    drops.unresolved_end += 1;
+                } else if hp.is_disjoint(&tp) {
+                    drops.unsupported += 1;
+                } else {
+                    kept.push(RawRelation {
+                        segment: r.segment,
+                        head: h.clone(),
+                        tail: t.clone(),
+                        description: r.description.clone(),
+                    });
+                }
             }
-            [h, t] => kept.push(RawRelation {
-                segment: r.segment,
-                head: h.clone(),
-                tail: t.clone(),
-                description: r.description.clone(),
-            }),
             _ => drops.unresolved_end += 1,
         }
     }
     (created, kept, drops)
+}
+
+/// `relations` without word-for-word repeats (greedy decoding can repeat one triple until the
+/// list's limit), in order.
+fn unique(relations: &[RawRelation]) -> Vec<&RawRelation> {
+    let mut seen = BTreeSet::new();
+    relations
+        .iter()
+        .filter(|r| {
+            seen.insert((
+                r.head.to_lowercase(),
+                r.tail.to_lowercase(),
+                r.description.to_lowercase(),
+            ))
+        })
+        .collect()
 }
 
 /// The opening of each line of a segment (its first sentence, at most 30 words), up to
@@ -1021,7 +1038,7 @@ impl<'a> Builder<'a> {
         let mut drops = RelationDrops::default();
         let mut kept: Vec<RawRelation> = Vec::new();
         for (o, (created, rels, d)) in outs.iter_mut().zip(resolved) {
-            stats.raw_relations += o.relations.len();
+            stats.raw_relations += unique(&o.relations).len();
             o.entities.extend(created);
             kept.extend(rels);
             drops.unresolved_end += d.unresolved_end;
@@ -1414,7 +1431,8 @@ mod tests {
     fn relation_ends_resolve_through_spelling_variants_and_the_segment_text() {
         let seg = segment(
             "Baji Rao I was the Peshwa of the Maratha Empire. Baji Rao's son Nanasaheb \
-             led the army at the battle of Palkhed, and the peshwa's court sat in Pune.",
+             led the army at the battle of Palkhed, and the peshwa's court sat in Pune. \
+             Nanasaheb served Shahu.",
             1000,
         )
         .remove(0);
@@ -1424,8 +1442,11 @@ mod tests {
             raw(0, "Nanasaheb", Source::Llm),
         ];
         let stemmer = english_stemmer();
-        let global: HashMap<Vec<String>, String> =
-            [(normalize("Shahu", &stemmer), "Shahu".to_string())].into();
+        let global: HashMap<Vec<String>, String> = [
+            (normalize("Shahu", &stemmer), "Shahu".to_string()),
+            (normalize("Holkar", &stemmer), "Holkar".to_string()),
+        ]
+        .into();
         let relations = [
             // A shorter spelling and a possessive of an entity.
             rel(
@@ -1434,8 +1455,12 @@ mod tests {
                 "Baji Rao was Peshwa of the empire.",
             ),
             rel("Baji Rao's", "Nanasaheb", "Nanasaheb was Baji Rao's son."),
-            // Another case, and an entity of another segment.
+            // Another case, and an entity of another segment (named here, no entity here).
             rel("nanasaheb", "Shahu", "Nanasaheb served Shahu."),
+            // An entity of another segment that this one never names: not this segment's fact.
+            rel("Nanasaheb", "Holkar", "Nanasaheb fought Holkar."),
+            // The same relation again, word for word: counted once.
+            rel("Baji Rao", "Maratha Empire", "Baji Rao was Peshwa of the empire."),
             // An end that is no entity but is in the text becomes one.
             rel(
                 "Nanasaheb",
@@ -1477,13 +1502,13 @@ mod tests {
                 drops.unresolved_end,
                 drops.empty_description
             ),
-            (1, 1, 1)
+            (1, 2, 1)
         );
         // The no-open-entity ablation makes no entity of an end.
         let (created, kept, drops) =
             resolve_segment(&seg, &entities, &relations, &global, 0.92, false);
         assert!(created.is_empty());
-        assert_eq!((kept.len(), drops.unresolved_end), (3, 2));
+        assert_eq!((kept.len(), drops.unresolved_end), (3, 3));
     }
 
     #[test]

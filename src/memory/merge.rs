@@ -106,12 +106,16 @@ pub fn cluster(names: &[String], threshold: f64) -> (Vec<usize>, usize) {
     let mut key_of: Vec<usize> = Vec::with_capacity(names.len());
     let mut keys: Vec<Vec<String>> = Vec::new();
     let mut key_index: HashMap<Vec<String>, usize> = HashMap::new();
+    // Whether some name of a key is written capitalised (a proper name, not a common noun).
+    let mut capitalised: Vec<bool> = Vec::new();
     for name in names {
         let k = normalize(name, &stemmer);
         let id = *key_index.entry(k.clone()).or_insert_with(|| {
             keys.push(k);
+            capitalised.push(false);
             keys.len() - 1
         });
+        capitalised[id] |= name.trim().chars().next().is_some_and(char::is_uppercase);
         key_of.push(id);
     }
     let mut blocks: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -144,9 +148,10 @@ pub fn cluster(names: &[String], threshold: f64) -> (Vec<usize>, usize) {
             }
         }
     }
-    // A bare name (one token) joins the multi-token entity it ends, when exactly one cluster has
-    // such an entity: "Hoffmann" -> "Clara Hoffmann"; "Curie" beside "Marie Curie" and
-    // "Pierre Curie" is ambiguous and stays apart.
+    // A bare name (one token, written capitalised) joins the multi-token entity it ends, when
+    // exactly one cluster has such an entity: "Hoffmann" -> "Clara Hoffmann"; "Curie" beside
+    // "Marie Curie" and "Pierre Curie" is ambiguous and stays apart; the common noun "engineer"
+    // does not join "Swiss society of engineers".
     for (block, members) in &blocks {
         let Some(token) = block.strip_prefix("t:") else {
             continue;
@@ -156,7 +161,7 @@ pub fn cluster(names: &[String], threshold: f64) -> (Vec<usize>, usize) {
         }
         let Some(&single) = members
             .iter()
-            .find(|&&m| keys[m].len() == 1 && keys[m][0] == token)
+            .find(|&&m| keys[m].len() == 1 && keys[m][0] == token && capitalised[m])
         else {
             continue;
         };

@@ -11,32 +11,46 @@ use qrmem::prompts::Prompts;
 pub const DOC: &str = include_str!("../../data/sample/velden.txt");
 pub const QUESTION: &str = "In which city was the designer of the Velden Bridge born?";
 
+/// The last message of a request: the prompt (a conversation's real turn).
 pub fn prompt_of(r: &ChatRequest) -> &str {
     &r.messages.last().unwrap().content
 }
 
+/// Every message of a request, joined: what tells a conversation's task (its system turn).
+pub fn conversation_of(r: &ChatRequest) -> String {
+    r.messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Replies by prompt kind and segment, like a well-behaved model would.
 pub fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
-    let p = prompt_of(r);
-    let seg0 = p.contains("The Velden Bridge is a stone arch bridge");
-    let seg1 = p.contains("born in the city of Lucerne");
+    let all = conversation_of(r);
+    let p = all.as_str();
+    let last = prompt_of(r);
+    let seg0 = last.contains("The Velden Bridge is a stone arch bridge");
+    let seg1 = last.contains("born in the city of Lucerne");
     let json = |s: &str| Scripted::Reply(s.to_string());
     if p.contains("Summary the context") {
         json(
             r#"{"summary": "The Velden Bridge was designed by Clara Hoffmann, an engineer from Lucerne."}"#,
         )
-    } else if p.contains("Build the knowledge graph of the segment") {
+    } else if p.contains("You build the knowledge graph of a text segment") {
         if seg1 && !seg0 {
             if broken_entities_in_segment_1 {
                 return json("Sorry, I cannot produce JSON today.");
             }
             // Ends as a model spells them: a possessive, a bare surname, an entity of another
-            // segment, a phrase that is no entity yet, and a self-loop in another case.
+            // segment that this one never names (dropped), a phrase that is no entity yet, and
+            // a self-loop in another case.
             json(
                 r#"{"entities": [{"name": "Clara Hoffmann", "type": "person"}, {"name": "Lucerne", "type": "location"}],
                    "relations": [
                      {"head": "Clara Hoffmann", "description": "Clara Hoffmann was born in Lucerne.", "tail": "Lucerne"},
                      {"head": "Hoffmann", "description": "Hoffmann designed bridges such as the Velden Bridge.", "tail": "Velden Bridge"},
+                     {"head": "Hoffmann", "description": "Hoffmann was a civil engineer.", "tail": "engineer"},
                      {"head": "Hoffmann's", "description": "Hoffmann was among the first women admitted to the Swiss society of engineers.", "tail": "Swiss society of engineers"},
                      {"head": "Clara Hoffmann", "description": "Clara Hoffmann is Clara Hoffmann.", "tail": "clara hoffmann"}],
                    "questions": [{"question": "Where was Clara Hoffmann born?", "relations": []}]}"#,
@@ -46,6 +60,7 @@ pub fn reply(r: &ChatRequest, broken_entities_in_segment_1: bool) -> Scripted {
                 r#"{"entities": [{"name": "Velden Bridge", "type": "location"}, {"name": "Clara Hoffmann (1851-1923)", "type": "person"}, {"name": "Atlantis", "type": "location"}],
                    "relations": [
                      {"head": "Clara Hoffmann", "description": "Clara Hoffmann designed the Velden Bridge.", "tail": "Velden Bridge"},
+                     {"head": "Clara Hoffmann", "description": "Clara Hoffmann was an engineer.", "tail": "engineer"},
                      {"head": "Nobody", "description": "Nobody crossed it.", "tail": "Velden Bridge"}],
                    "questions": [
                      {"question": "Who designed the Velden Bridge?", "relations": [{"head": "Velden Bridge", "description": "The Velden Bridge stands in Marlow Heath.", "tail": "Marlow Heath"}],
