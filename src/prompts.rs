@@ -100,8 +100,8 @@ impl PromptId {
     pub fn placeholders(self) -> &'static [&'static str] {
         match self {
             PromptId::Summary => &["context"],
-            PromptId::Extract => &["summary", "question", "segment"],
-            PromptId::ExtractNoQuestions => &["summary", "question", "segment"],
+            PromptId::Extract => &["summary", "segment"],
+            PromptId::ExtractNoQuestions => &["summary", "segment"],
             PromptId::RelationUpdate => &[
                 "question",
                 "summary",

@@ -894,14 +894,11 @@ impl<'a> Builder<'a> {
         } else {
             PromptId::ExtractNoQuestions
         };
-        let p = self.prompts.render(
-            id,
-            &[
-                ("summary", summary),
-                ("question", question_text(question)),
-                ("segment", &seg.text),
-            ],
-        )?;
+        // The question is not shown: with it, the 0.5B model wrote the question's entities into
+        // segments that never name them and extracted little else (ARCHITECTURE.md,
+        // Deviations: query orientation of the extraction).
+        let _ = question;
+        let p = self.prompts.render(id, &[("summary", summary), ("segment", &seg.text)])?;
         let decoding = Decoding {
             max_tokens: if self.params.extraction_max_tokens == 0 {
                 2048
