@@ -290,7 +290,7 @@ fn reply(prompt: &str) -> Scripted {
         .iter()
         .map(|n| format!(r#"{{"name": "{n}", "type": "person"}}"#))
         .collect();
-    if prompt.contains("Build the knowledge graph of the segment") {
+    if prompt.contains("You build the knowledge graph of a text segment") {
         let rels: Vec<String> = names
             .windows(2)
             .map(|w| {
@@ -318,12 +318,10 @@ fn bench_build_and_store(full: usize, runtime: &tokio::runtime::Runtime) -> Memo
     for n in [full / 10, full] {
         let doc = text(n, 4);
         let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
-            reply(
-                &r.messages
-                    .last()
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default(),
-            )
+            // The task is told by the whole conversation (the joint call's system turn), the
+            // segment by its last message.
+            let all: Vec<&str> = r.messages.iter().map(|m| m.content.as_str()).collect();
+            reply(&all.join("\n"))
         }));
         let svc = Service::new(
             llm,

@@ -27,6 +27,7 @@ runs=(
   "graph-diagnostics:graph-diagnostics.toml"
   "pages-longbench-style:pages-longbench-style.toml"
   "pages-quality:pages-quality.toml"
+  "graphs-longbench-style:graphs-longbench-style.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do

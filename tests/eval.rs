@@ -195,9 +195,14 @@ async fn a_resumed_run_reports_what_an_uninterrupted_run_does() {
             ("vanilla-left".into(), None, 3)
         ]
     );
-    // One trial reaches no further than the bridge's segment; two reach the designer's
-    // birthplace on both velden items (the third item cannot be answered).
-    assert_eq!(expected.methods[0].em, 0.0, "{:?}", expected.methods[0]);
+    // Two trials reach the designer's birthplace on both velden items (the third item cannot
+    // be answered), and one trial does no better. (With the scripted graph of issue 38's
+    // joint extraction, one trial already reaches it; before, it stopped at the bridge.)
+    assert!(
+        expected.methods[0].em <= expected.methods[1].em,
+        "{:?}",
+        expected.methods[0]
+    );
     assert!(
         (expected.methods[1].em - 200.0 / 3.0).abs() < 1e-6,
         "{:?}",

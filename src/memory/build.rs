@@ -898,7 +898,9 @@ impl<'a> Builder<'a> {
         // segments that never name them and extracted little else (ARCHITECTURE.md,
         // Deviations: query orientation of the extraction).
         let _ = question;
-        let p = self.prompts.render(id, &[("summary", summary), ("segment", &seg.text)])?;
+        let p = self
+            .prompts
+            .render(id, &[("summary", summary), ("segment", &seg.text)])?;
         let decoding = Decoding {
             max_tokens: if self.params.extraction_max_tokens == 0 {
                 2048
@@ -1457,7 +1459,11 @@ mod tests {
             // An entity of another segment that this one never names: not this segment's fact.
             rel("Nanasaheb", "Holkar", "Nanasaheb fought Holkar."),
             // The same relation again, word for word: counted once.
-            rel("Baji Rao", "Maratha Empire", "Baji Rao was Peshwa of the empire."),
+            rel(
+                "Baji Rao",
+                "Maratha Empire",
+                "Baji Rao was Peshwa of the empire.",
+            ),
             // An end that is no entity but is in the text becomes one.
             rel(
                 "Nanasaheb",
