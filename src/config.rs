@@ -238,6 +238,12 @@ pub struct NavigateConfig {
     pub reflection: bool,
     /// Ablation: answer from S_imp only.
     pub navigation: bool,
+    /// KN and TE: the share of the window's segment room that the ranked start set S_imp may
+    /// take, so that navigation has room to add segments (default 0.5).
+    pub start_share: f32,
+    /// The order of the segments in the final answer prompt: `document` (the paper) or
+    /// `relevance` (the start set by rank, then the added segments by score).
+    pub answer_order: String,
 }
 
 impl Default for NavigateConfig {
@@ -251,6 +257,8 @@ impl Default for NavigateConfig {
             ges_max_iterations: 3,
             reflection: true,
             navigation: true,
+            start_share: 0.5,
+            answer_order: "document".to_string(),
         }
     }
 }
@@ -497,6 +505,24 @@ impl Config {
                 format!("'{}' is not one of kn, ges, te", self.navigate.method),
             ));
         }
+        if !(self.navigate.start_share > 0.0 && self.navigate.start_share <= 1.0) {
+            return Err(bad(
+                "navigate.start_share",
+                format!(
+                    "{} must lie in (0, 1]: the share of the window's segment room the start set may take",
+                    self.navigate.start_share
+                ),
+            ));
+        }
+        if !["document", "relevance"].contains(&self.navigate.answer_order.as_str()) {
+            return Err(bad(
+                "navigate.answer_order",
+                format!(
+                    "'{}' is not one of document, relevance",
+                    self.navigate.answer_order
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -672,6 +698,16 @@ mod tests {
                 "[navigate]\nreply_tokens = 5000\n",
                 "navigate.reply_tokens",
                 "",
+            ),
+            (
+                "[navigate]\nstart_share = 0.0\n",
+                "navigate.start_share",
+                "must lie in (0, 1]",
+            ),
+            (
+                "[navigate]\nanswer_order = \"random\"\n",
+                "navigate.answer_order",
+                "'random' is not one of document, relevance",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use petgraph::stable_graph::StableDiGraph;
 use qrmem::llm::{ChatRequest, LedgerSnapshot, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
-use qrmem::navigate::{Method, Navigator, Options, Trace};
+use qrmem::navigate::{Method, Navigator, Options, Order, Trace};
 use qrmem::prompts::Prompts;
 use qrmem::text::{count_tokens, Segment};
 
@@ -141,6 +141,8 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         ges_max_iterations: 3,
         reflection: true,
         navigation: true,
+        start_share: 0.5,
+        answer_order: Order::Document,
     }
 }
 
@@ -186,7 +188,7 @@ async fn kn_follows_algorithm_1_and_stops_on_action_minus_2() {
             "answerability",
             "expand",
             "answerability",
-            "expand",
+            "expand_idle",
             "expand",
             "answerability"
         ]
@@ -206,15 +208,30 @@ async fn kn_follows_algorithm_1_and_stops_on_action_minus_2() {
         "Beta's segments not in S_mix"
     );
     assert_eq!(t.steps[3].segments, vec![0, 1, 3]);
-    // Trial 2: from {Alpha, Beta}, the remaining adjacent edges are bananas (Gamma) and
+    // Then from {Alpha, Beta}, the remaining adjacent edges are bananas (Gamma) and
     // headquarters (Delta); the reflection R (Beta's headquarters) selects Delta, whose
-    // segment 3 is already in S_mix.
+    // segment 3 is already in S_mix: nothing new is shown, so no trial is spent on it, and
+    // trial 2 takes the next neighbour, Gamma.
     let e2 = &t.steps[4];
     assert!(
         e2.chosen[0].text.contains("headquarters in Delta"),
         "{:?}",
         e2.candidates
     );
+    assert!(e2.note.contains("no trial spent"), "{}", e2.note);
+    assert!(
+        t.steps[5].note.starts_with("trial 2:"),
+        "{}",
+        t.steps[5].note
+    );
+    assert_eq!(t.steps[6].segments, vec![0, 1, 2, 3]);
+    let d = t.diagnostics();
+    assert_eq!(
+        (d.expansions, d.expansions_changed, d.idle_picks),
+        (2, 2, 1),
+        "every trial spent changed the shown set"
+    );
+    assert_eq!((d.s_imp, d.s_imp_kept), (Some(1), Some(1)));
     assert!(t.answered);
     assert_eq!(t.answer, "Delta");
     assert_eq!(
@@ -527,4 +544,100 @@ async fn a_final_answer_that_never_parses_fails_the_question() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("'answer' failed"), "{err}");
+}
+
+/// A window that fits the answerability prompt and `n` segments of `m`'s length plus `slack`.
+fn window_for(m: &Memory, n: usize, slack: usize) -> usize {
+    let prompts = Prompts::load().unwrap();
+    let overhead = count_tokens(
+        &prompts
+            .render(
+                qrmem::prompts::PromptId::Answerability,
+                &[("segments", ""), ("question", QUESTION)],
+            )
+            .unwrap(),
+    );
+    overhead + 256 + 16 + n * (m.segments[1].tokens + 1) + slack
+}
+
+#[tokio::test]
+async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reaches_the_answer() {
+    // Alpha is named in every segment: S_imp is all five, and the window holds three.
+    let mut m = memory(300);
+    let alpha = m.find_entity("Alpha").unwrap();
+    m.graph[alpha].segments = (0..5).collect();
+    let window = window_for(&m, 3, 10);
+    let (t, llm) = ask(&m, options(Method::Kn, window, 1), vec![]).await;
+    let d = t.diagnostics();
+    // Ranked for the question ("the company that Alpha founded" is segment 1), and cut to half
+    // of the window's room: one segment, not the first five in document order.
+    assert_eq!((d.s_imp, d.s_imp_kept), (Some(5), Some(1)));
+    assert_eq!(d.checks[0].segments, vec![1]);
+    assert!(t.steps[0].note.contains("kept [1]"), "{}", t.steps[0].note);
+    // The one trial follows "Alpha founded the company Beta" and adds Beta's segment 3, which
+    // the answer prompt shows: the headquarters are in Delta.
+    assert_eq!(t.steps.last().unwrap().kind, "answer");
+    assert_eq!(t.final_segments, vec![1, 3]);
+    let answer_prompt = prompt_of(llm.received().last().unwrap());
+    assert!(answer_prompt.contains("Delta is the city where Beta has its headquarters"));
+    assert!(!answer_prompt.contains("Alpha is a person"));
+    assert_eq!((d.expansions, d.expansions_changed), (1, 1));
+
+    // The relevance order puts S_imp's best segment first in the answer prompt; the default
+    // (the paper's document order) does not change which segments are shown.
+    let mut o = options(Method::Kn, window, 1);
+    o.answer_order = Order::Relevance;
+    let m2 = {
+        let mut m2 = m.clone();
+        // Beta's segment 0 comes before S_imp's segment 1 in the document.
+        let beta = m2.find_entity("Beta").unwrap();
+        m2.graph[beta].segments = [0, 1].into_iter().collect();
+        m2
+    };
+    let (t2, llm2) = ask(&m2, o, vec![]).await;
+    assert_eq!(t2.final_segments, vec![0, 1]);
+    let p = prompt_of(llm2.received().last().unwrap());
+    let (at_company, at_person) = (
+        p.find("Beta is the company").unwrap(),
+        p.find("Alpha is a person").unwrap(),
+    );
+    assert!(at_company < at_person, "S_imp's segment 1 first");
+}
+
+#[tokio::test]
+async fn generic_entities_and_common_words_do_not_join_e_s_by_verbatim_match() {
+    let mut m = memory(5);
+    let mut hq = entity("its headquarters", &[0, 1, 2, 3, 4]);
+    hq.kind = "other".into();
+    let hq = m.graph.add_node(hq);
+    m.graph.add_node(entity("company", &[1]));
+    // Not generic: "its headquarters" is named in the question and joins E_s.
+    let (t, _) = ask(&m, options(Method::Kn, 4096, 0), vec![]).await;
+    assert_eq!(t.start_entities, vec!["Alpha", "its headquarters"]);
+    // Generic (linked to more than a fifth of the segments): it does not; nor does the lowercase
+    // one-word "company".
+    m.graph[hq].generic = true;
+    let (t, _) = ask(&m, options(Method::Kn, 4096, 0), vec![]).await;
+    assert_eq!(t.start_entities, vec!["Alpha"]);
+    assert_eq!(t.diagnostics().start_entities, 1);
+}
+
+/// -2 with the answer in the reasoning and the prompt's placeholder in the answer field.
+const IN_REASONING: &str = r#"{"reasoning": "Beta has its headquarters in Delta, so the answer is Delta.", "action": -2, "answer": "the final answer"}"#;
+
+#[tokio::test]
+async fn a_check_with_the_answer_in_the_wrong_field_answers() {
+    let m = memory(5);
+    let (t, llm) = ask(&m, options(Method::Kn, 4096, 4), vec![CANNOT, IN_REASONING]).await;
+    assert!(t.answered);
+    assert_eq!(t.answer, "Delta");
+    let check = t.steps.iter().rfind(|s| s.kind == "answerability").unwrap();
+    assert_eq!(check.action, Some(-2));
+    assert!(
+        check.note.contains("taken from the reasoning"),
+        "{}",
+        check.note
+    );
+    // No final answer call: the check answered.
+    assert_eq!(llm.received().len(), 1 + 2);
 }

@@ -65,6 +65,13 @@ pub struct NavRow {
     pub changed_expansions: f64,
     /// Questions where at least one expansion changed the shown set.
     pub questions_changed: usize,
+    /// |S_imp| after ranking and the start share (rows that recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_imp_kept: Option<f64>,
+    /// Neighbours taken that changed nothing shown (no trial spent), per question, over the
+    /// rows that recorded |S_imp| kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_picks: Option<f64>,
 }
 
 impl NavRow {
@@ -86,6 +93,17 @@ impl NavRow {
             expansions: mean(navs.iter().map(|n| n.expansions as f64)),
             changed_expansions: mean(navs.iter().map(|n| n.expansions_changed as f64)),
             questions_changed: navs.iter().filter(|n| n.expansions_changed > 0).count(),
+            s_imp_kept: navs
+                .iter()
+                .any(|n| n.s_imp_kept.is_some())
+                .then(|| mean(navs.iter().filter_map(|n| n.s_imp_kept.map(|x| x as f64)))),
+            idle_picks: navs.iter().any(|n| n.s_imp_kept.is_some()).then(|| {
+                mean(
+                    navs.iter()
+                        .filter(|n| n.s_imp_kept.is_some())
+                        .map(|n| n.idle_picks as f64),
+                )
+            }),
         })
     }
 }
@@ -684,36 +702,60 @@ impl Report {
             }
         }
         if self.methods.iter().any(|r| r.navigation.is_some()) {
+            // The ranked start (issue 39) adds |S_imp| kept and the idle picks; reports of
+            // rows before it keep their columns.
+            let ranked = self.methods.iter().any(|r| {
+                r.navigation
+                    .as_ref()
+                    .is_some_and(|n| n.s_imp_kept.is_some())
+            });
             let _ = writeln!(s, "\n## Navigation\n");
             let _ = writeln!(
                 s,
                 "Per question, over the rows that recorded navigation diagnostics: |E_s| (entities \
                  linked from the question), |S_imp| before the window, answerability checks (and \
                  how many answered, or never parsed), expansions, and the expansions after which \
-                 the next prompt showed another set of segments.\n"
+                 the next prompt showed another set of segments.{}\n",
+                if ranked {
+                    " |S_imp| kept: the start set after ranking and the start share of the window; \
+                     idle picks: neighbours taken that changed nothing shown, so no trial was spent."
+                } else {
+                    ""
+                }
             );
-            table_header(
-                &mut s,
-                &[
-                    "method",
-                    "max trials",
-                    "questions",
-                    "|E_s|",
-                    "|S_imp|",
-                    "checks/q",
-                    "answered checks",
-                    "failed checks",
-                    "expansions/q",
-                    "changing expansions/q",
-                    "questions changed",
-                ],
-            );
+            let mut cols = vec!["method", "max trials", "questions", "|E_s|", "|S_imp|"];
+            if ranked {
+                cols.push("|S_imp| kept");
+            }
+            cols.extend([
+                "checks/q",
+                "answered checks",
+                "failed checks",
+                "expansions/q",
+                "changing expansions/q",
+                "questions changed",
+            ]);
+            if ranked {
+                cols.push("idle picks/q");
+            }
+            table_header(&mut s, &cols);
+            let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
             for r in &self.methods {
                 let Some(n) = &r.navigation else { continue };
                 let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let kept = if ranked {
+                    format!(" {} |", opt(n.s_imp_kept))
+                } else {
+                    String::new()
+                };
+                let idle = if ranked {
+                    format!(" {} |", opt(n.idle_picks))
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {}/{} | {} | {:.2} | {:.2} | {}/{} |",
+                    "| {} | {} | {} | {:.1} | {:.1} |{kept} {:.2} | {}/{} | {} | {:.2} | {:.2} | {}/{} |{idle}",
                     r.method,
                     trials,
                     n.questions,

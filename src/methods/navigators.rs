@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{Method as NavMethod, Navigator, Options, Trace};
+use crate::navigate::{Method as NavMethod, Navigator, Options, Order, Trace};
 
 /// A navigator over a QRMeM memory of `memory` kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,20 +18,28 @@ pub struct Navigate {
     /// Ablation: navigate (true) or answer from S_imp only (false).
     pub navigation: bool,
     pub memory: MemoryKind,
+    /// The answer prompt shows its segments by relevance (true) or as configured (false).
+    pub relevance_order: bool,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, no-graph-update, no-open-entity",
     parse,
 };
 
 fn parse(name: &str) -> Option<MethodSpec> {
+    // Any navigator with "-relevance-order": its answer prompt shows the segments by relevance.
+    let (name, relevance_order) = match name.strip_suffix("-relevance-order") {
+        Some(base) => (base, true),
+        None => (name, false),
+    };
     let nav = |method, reflection, navigation, memory| {
         Some(MethodSpec::new(Navigate {
             method,
             reflection,
             navigation,
             memory,
+            relevance_order,
         }))
     };
     match name {
@@ -58,12 +66,17 @@ fn parse(name: &str) -> Option<MethodSpec> {
 #[async_trait]
 impl Method for Navigate {
     fn name(&self) -> String {
-        match (self.memory, self.reflection, self.navigation) {
+        let base = match (self.memory, self.reflection, self.navigation) {
             (MemoryKind::NoGraphUpdate, ..) => "no-graph-update".into(),
             (MemoryKind::NoOpenEntity, ..) => "no-open-entity".into(),
             (_, false, _) => format!("{}-no-reflection", self.method),
             (_, _, false) => format!("{}-no-navigation", self.method),
             _ => self.method.to_string(),
+        };
+        if self.relevance_order {
+            format!("{base}-relevance-order")
+        } else {
+            base
         }
     }
 
@@ -90,6 +103,9 @@ impl Method for Navigate {
         opts.method = self.method;
         opts.reflection = self.reflection;
         opts.navigation = self.navigation;
+        if self.relevance_order {
+            opts.answer_order = Order::Relevance;
+        }
         Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
             .ask(question, options)
             .await?)

@@ -7,31 +7,30 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use super::{add_scored, Check, NavigateError, Navigator, Run, ScoredEdge, Step};
 use crate::prompts::PromptId;
 
+/// Neighbours taken in one question that changed nothing shown, at most: then navigation stops.
+/// A neighbour whose segments are all shown already, or lose to the window, spends no trial.
+pub(crate) const MAX_IDLE_PICKS: usize = 12;
+
 impl Navigator<'_> {
+    /// Algorithm 1 from the start entities `start` and the ranked, cut start set `s_imp`.
     pub(crate) async fn kn(
         &self,
         run: &mut Run,
         start: &BTreeSet<NodeIndex>,
+        s_imp: &[usize],
     ) -> Result<Check, NavigateError> {
-        // 1: S_imp <- segments of E_s; S_add <- {}.
-        let s_imp: Vec<usize> = self.segments_of(start).into_iter().collect();
+        // 1: S_imp (ranked and cut to the start share of the window); S_add <- {}.
         let mut s_add: BTreeMap<usize, f32> = BTreeMap::new();
         let mut entities = start.clone();
         let mut trials = 0usize;
+        let mut idle = 0usize;
         let mut last: Option<(Vec<usize>, Check)> = None;
-        loop {
+        'trials: loop {
             // 2/16: S_mix <- S_imp u S_add; 4: can the LLM answer Q with S_mix? When the
             // segments shown are those of the previous check, its verdict stands (the same prompt
             // at temperature 0): no request is spent on it.
             let add = sorted(&s_add);
-            let (_, shown) = self.window().fit(
-                self.prompts,
-                PromptId::Answerability,
-                &run.question,
-                self.memory,
-                &s_imp,
-                &add,
-            )?;
+            let shown = self.shown(run, s_imp, &add)?;
             let check = match last.take() {
                 Some((prev, check)) if prev == shown => check,
                 _ => {
@@ -43,7 +42,7 @@ impl Navigator<'_> {
                     self.answerability(run, step, &shown).await?
                 }
             };
-            last = Some((shown, check.clone()));
+            last = Some((shown.clone(), check.clone()));
             if check.answered {
                 return Ok(Check {
                     answered: true,
@@ -52,27 +51,14 @@ impl Navigator<'_> {
             }
             if !self.opts.navigation {
                 return self
-                    .final_answer(run, &s_imp, &[], "no navigation (ablation)")
+                    .final_answer(run, s_imp, &[], "no navigation (ablation)")
                     .await;
             }
             if trials >= self.opts.max_trials {
                 break;
             }
-            // 7: R <- the reason; 8-9: adjacent entities and their connecting edges.
+            // 7: R <- the reason.
             let reason = check.reasoning;
-            let s_mix: BTreeSet<usize> =
-                s_imp.iter().copied().chain(s_add.keys().copied()).collect();
-            let mut edges: Vec<EdgeIndex> = Vec::new();
-            let mut other_end: BTreeMap<EdgeIndex, NodeIndex> = BTreeMap::new();
-            for &e in &entities {
-                for (n, edge) in self.memory.neighbours(e) {
-                    if !entities.contains(&n) && !other_end.contains_key(&edge) {
-                        edges.push(edge);
-                        other_end.insert(edge, n);
-                    }
-                }
-            }
-            // 10: S <- Similarity([Q; R; E_s], R); 11: e <- the best.
             let query = if self.opts.reflection {
                 format!(
                     "{}\n{}\n{}",
@@ -83,81 +69,154 @@ impl Navigator<'_> {
             } else {
                 run.question.clone()
             };
-            // 11: e <- the best; with no relation edge leaving E, fall back on the
-            // entity-segment links: the entities named in S_mix count as adjacent.
-            let pick = if edges.is_empty() {
-                self.cooccurrence_step(&query, &entities, &s_mix)?.map(
-                    |(node, text, score, candidates)| {
-                        (
-                            node,
-                            ScoredEdge { text, score },
-                            candidates,
-                            "no relation edges; co-occurring",
-                        )
-                    },
-                )
-            } else {
-                let scored = crate::embed::score_edges(self.embedder, self.memory, &query, &edges)?;
-                let text = |e: EdgeIndex, s: f32| ScoredEdge {
-                    text: self.memory.edge_text(e).unwrap_or_default(),
-                    score: s,
+            // 8-14, until a neighbour changes what the next check shows: that is a trial.
+            loop {
+                let s_mix: BTreeSet<usize> =
+                    s_imp.iter().copied().chain(s_add.keys().copied()).collect();
+                let Some(pick) = self.pick(run, &query, &reason, &entities, &s_mix)? else {
+                    run.push(Step {
+                        kind: "expand".into(),
+                        entities: self.names(&entities),
+                        note: "no adjacent entities left".into(),
+                        ..Step::default()
+                    });
+                    break 'trials;
                 };
-                scored.first().and_then(|&(best, score)| {
-                    other_end.get(&best).map(|&node| {
-                        (
-                            node,
-                            text(best, score),
-                            scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
-                            "added",
-                        )
-                    })
-                })
-            };
-            let Some((node, chosen, candidates, how)) = pick else {
-                run.push(Step {
-                    kind: "expand".into(),
-                    entities: self.names(&entities),
-                    note: "no adjacent entities left".into(),
-                    ..Step::default()
-                });
-                break;
-            };
-            // 12: E <- E u {e}; 13-14: S_add <- S_add u (S_new \ S_mix), with the score.
-            entities.insert(node);
-            let mut new_segments = Vec::new();
-            for &s in &self.memory.graph[node].segments {
-                if !s_mix.contains(&s) {
-                    add_scored(&mut s_add, s, chosen.score);
-                    new_segments.push(s);
+                // 12: E <- E u {e}; 13-14: S_add <- S_add u (S_new \ S_mix), with the score.
+                entities.insert(pick.node);
+                let mut new_segments = Vec::new();
+                for &(s, score) in &pick.segments {
+                    if !s_mix.contains(&s) {
+                        add_scored(&mut s_add, s, score);
+                        new_segments.push(s);
+                    }
                 }
-            }
-            // 17-19: keep S_add within the window, by score.
-            let dropped = self.keep_in_window(run, &s_imp, &mut s_add)?;
-            trials += 1;
-            let note = format!(
-                "trial {trials}: {how} {} -> new segments {new_segments:?}{}",
-                self.memory.graph[node].name,
-                if dropped.is_empty() {
+                // 17-19: keep S_add within the window, by score.
+                let dropped = self.keep_in_window(run, s_imp, &mut s_add)?;
+                let now = self.shown(run, s_imp, &sorted(&s_add))?;
+                let name = &self.memory.graph[pick.node].name;
+                let window_note = if dropped.is_empty() {
                     String::new()
                 } else {
                     format!(", window dropped {dropped:?}")
+                };
+                if now == shown {
+                    // Nothing new is shown: the reason cannot change either. No trial spent.
+                    idle += 1;
+                    run.push(Step {
+                        kind: "expand_idle".into(),
+                        entities: self.names(&entities),
+                        candidates: pick.candidates,
+                        chosen: vec![pick.chosen],
+                        s_add: sorted(&s_add),
+                        note: format!(
+                            "{} {name} -> new segments {new_segments:?}{window_note}; nothing new shown, no trial spent",
+                            pick.how
+                        ),
+                        ..Step::default()
+                    });
+                    if idle >= MAX_IDLE_PICKS {
+                        run.push(Step {
+                            kind: "expand".into(),
+                            entities: self.names(&entities),
+                            note: format!(
+                                "no adjacent entities left that change the shown segments ({idle} tried)"
+                            ),
+                            ..Step::default()
+                        });
+                        break 'trials;
+                    }
+                    continue;
                 }
-            );
-            run.push(Step {
-                kind: "expand".into(),
-                entities: self.names(&entities),
-                candidates,
-                chosen: vec![chosen],
-                s_add: sorted(&s_add),
-                reason,
-                note,
-                ..Step::default()
-            });
+                trials += 1;
+                run.push(Step {
+                    kind: "expand".into(),
+                    entities: self.names(&entities),
+                    candidates: pick.candidates,
+                    chosen: vec![pick.chosen],
+                    s_add: sorted(&s_add),
+                    reason,
+                    note: format!(
+                        "trial {trials}: {} {name} -> new segments {new_segments:?}{window_note}",
+                        pick.how
+                    ),
+                    ..Step::default()
+                });
+                break;
+            }
         }
         // Trials exhausted (or nothing left to expand): answer from the final S_mix.
         let add = sorted(&s_add);
-        self.final_answer(run, &s_imp, &add, "answered from the final S_mix")
+        self.final_answer(run, s_imp, &add, "answered from the final S_mix")
             .await
+    }
+
+    /// The segments the answerability prompt shows for S_imp and S_add.
+    fn shown(
+        &self,
+        run: &Run,
+        s_imp: &[usize],
+        add: &[(usize, f32)],
+    ) -> Result<Vec<usize>, NavigateError> {
+        let (_, shown) = self.window().fit(
+            self.prompts,
+            PromptId::Answerability,
+            &run.question,
+            self.memory,
+            s_imp,
+            add,
+        )?;
+        Ok(shown)
+    }
+
+    /// 8-11: the adjacent entities of E through their relation edges, scored by the edge's
+    /// similarity to `query` ([Q; R; E]); the best one, with its segments at the edge's score.
+    /// With no relation edge leaving E, the entities named in S_mix whose segments S_mix lacks
+    /// are the candidates, ranked by their best unseen segment's similarity to [Q; R].
+    fn pick(
+        &self,
+        run: &Run,
+        query: &str,
+        reason: &str,
+        entities: &BTreeSet<NodeIndex>,
+        s_mix: &BTreeSet<usize>,
+    ) -> Result<Option<Pick>, NavigateError> {
+        let mut edges: Vec<EdgeIndex> = Vec::new();
+        let mut other_end: BTreeMap<EdgeIndex, NodeIndex> = BTreeMap::new();
+        for &e in entities {
+            for (n, edge) in self.memory.neighbours(e) {
+                if !entities.contains(&n) && !other_end.contains_key(&edge) {
+                    edges.push(edge);
+                    other_end.insert(edge, n);
+                }
+            }
+        }
+        if edges.is_empty() {
+            let q_r = if self.opts.reflection {
+                format!("{}\n{}", run.question, reason)
+            } else {
+                run.question.clone()
+            };
+            return self.cooccurrence_step(&q_r, entities, s_mix);
+        }
+        let scored = crate::embed::score_edges(self.embedder, self.memory, query, &edges)?;
+        let text = |e: EdgeIndex, s: f32| ScoredEdge {
+            text: self.memory.edge_text(e).unwrap_or_default(),
+            score: s,
+        };
+        Ok(scored.first().and_then(|&(best, score)| {
+            other_end.get(&best).map(|&node| Pick {
+                node,
+                segments: self.memory.graph[node]
+                    .segments
+                    .iter()
+                    .map(|&s| (s, score))
+                    .collect(),
+                chosen: text(best, score),
+                candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
+                how: "added",
+            })
+        }))
     }
 
     /// Lines 17-19: filters S_add by score to what fits the window beside S_imp; returns the
@@ -187,62 +246,77 @@ impl Navigator<'_> {
         Ok(dropped)
     }
 
-    /// The co-occurrence fallback: entities (not numbers or dates) named in S_mix's segments,
-    /// scored by the query's similarity to "name: its relations". Returns the best one, its text,
-    /// score and the top candidates.
-    #[allow(clippy::type_complexity)]
+    /// The co-occurrence fallback: the entities (not numbers, dates or generic entities) named
+    /// in S_mix that are also named in segments S_mix lacks; each is scored by its best unseen
+    /// segment's similarity to `query` ([Q; R]), and brings its unseen segments at their own
+    /// scores.
     fn cooccurrence_step(
         &self,
         query: &str,
         entities: &BTreeSet<NodeIndex>,
         s_mix: &BTreeSet<usize>,
-    ) -> Result<Option<(NodeIndex, String, f32, Vec<ScoredEdge>)>, NavigateError> {
+    ) -> Result<Option<Pick>, NavigateError> {
         let g = &self.memory.graph;
         let candidates: Vec<NodeIndex> = g
             .node_indices()
             .filter(|n| !entities.contains(n))
-            .filter(|&n| g[n].kind != "number" && g[n].kind != "time")
+            .filter(|&n| g[n].kind != "number" && g[n].kind != "time" && !g[n].generic)
             .filter(|&n| g[n].segments.iter().any(|s| s_mix.contains(s)))
             .filter(|&n| g[n].segments.iter().any(|s| !s_mix.contains(s)))
             .collect();
         if candidates.is_empty() {
             return Ok(None);
         }
-        let texts: Vec<String> = candidates
+        let scores: BTreeMap<usize, f32> =
+            crate::embed::score_segments(self.embedder, self.memory, query)?
+                .into_iter()
+                .collect();
+        let mut scored: Vec<(NodeIndex, usize, f32)> = candidates
             .iter()
-            .map(|&n| {
-                let rels: Vec<String> = self
-                    .memory
-                    .neighbours(n)
+            .filter_map(|&n| {
+                g[n].segments
                     .iter()
-                    .map(|(_, e)| g[*e].description.clone())
-                    .collect();
-                if rels.is_empty() {
-                    g[n].name.clone()
-                } else {
-                    format!("{}: {}", g[n].name, rels.join(" "))
-                }
+                    .filter(|s| !s_mix.contains(s))
+                    .map(|&s| (n, s, scores.get(&s).copied().unwrap_or(f32::MIN)))
+                    .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.cmp(&a.1)))
             })
             .collect();
-        let mut all: Vec<&str> = vec![query];
-        all.extend(texts.iter().map(String::as_str));
-        let v = crate::embed::embed_exact(self.embedder, &all)?;
-        let mut scored: Vec<(usize, f32)> = (0..candidates.len())
-            .map(|i| (i, crate::embed::dot(&v[0], &v[i + 1])))
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        let text = |n: NodeIndex, s: usize| format!("{} (unseen segment {s})", g[n].name);
         let top = scored
             .iter()
             .take(5)
-            .map(|&(i, s)| ScoredEdge {
-                text: texts[i].clone(),
-                score: s,
+            .map(|&(n, s, x)| ScoredEdge {
+                text: text(n, s),
+                score: x,
             })
             .collect();
-        Ok(scored
-            .first()
-            .map(|&(i, s)| (candidates[i], texts[i].clone(), s, top)))
+        Ok(scored.first().map(|&(node, seg, score)| Pick {
+            node,
+            segments: g[node]
+                .segments
+                .iter()
+                .filter(|s| !s_mix.contains(s))
+                .map(|&s| (s, scores.get(&s).copied().unwrap_or(f32::MIN)))
+                .collect(),
+            chosen: ScoredEdge {
+                text: text(node, seg),
+                score,
+            },
+            candidates: top,
+            how: "no relation edges; co-occurring",
+        }))
     }
+}
+
+/// A neighbour chosen by one expansion step.
+struct Pick {
+    node: NodeIndex,
+    /// Its segments, with the score they join S_add with.
+    segments: Vec<(usize, f32)>,
+    chosen: ScoredEdge,
+    candidates: Vec<ScoredEdge>,
+    how: &'static str,
 }
 
 /// S_add by descending score.

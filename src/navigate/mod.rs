@@ -7,7 +7,7 @@ mod kn;
 mod te;
 mod window;
 
-pub use window::Window;
+pub use window::{Order, Window};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -26,6 +26,10 @@ use crate::memory::merge::{english_stemmer, normalize, same_entity};
 use crate::memory::Memory;
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::span::{self, Span};
+use crate::text::Bm25;
+
+/// The constant of reciprocal-rank fusion (Cormack et al. 2009).
+const RRF_K: f64 = 60.0;
 
 #[derive(Debug, Error)]
 pub enum NavigateError {
@@ -89,6 +93,28 @@ pub struct Options {
     pub reflection: bool,
     /// Ablation: navigate (true) or answer from S_imp only (false).
     pub navigation: bool,
+    /// The share of the window's segment room the ranked start S_imp may take (KN, TE); the
+    /// rest is for the segments navigation adds.
+    pub start_share: f32,
+    /// The order of the segments in the final answer prompt.
+    pub answer_order: Order,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            method: Method::Kn,
+            context_window: 4096,
+            reply_tokens: 512,
+            max_trials: 4,
+            ges_threshold: 0.5,
+            ges_max_iterations: 3,
+            reflection: true,
+            navigation: true,
+            start_share: 0.5,
+            answer_order: Order::Document,
+        }
+    }
 }
 
 impl Options {
@@ -102,6 +128,8 @@ impl Options {
             ges_max_iterations: c.ges_max_iterations,
             reflection: c.reflection,
             navigation: c.navigation,
+            start_share: c.start_share,
+            answer_order: c.answer_order.parse()?,
         })
     }
 }
@@ -154,12 +182,22 @@ pub struct NavDiagnostics {
     pub start_entities: usize,
     /// |S_imp| before the window was applied.
     pub s_imp: Option<usize>,
+    /// |S_imp| after ranking and the start share: the start set the first check showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_imp_kept: Option<usize>,
     /// Every answerability check, in order.
     pub checks: Vec<CheckRecord>,
     /// Expansion steps taken (KN's trials, GES's iterations, TE's entity updates).
     pub expansions: usize,
     /// Of those, the ones after which the next prompt showed another set of segments.
     pub expansions_changed: usize,
+    /// Neighbours taken that changed nothing shown, so no trial was spent on them (KN).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_picks: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What `ask` returns: the answer and its trace.
@@ -197,6 +235,9 @@ pub struct Trace {
     /// |S_imp| before the window was applied (the graph navigators; None for other methods).
     #[serde(default)]
     pub s_imp: Option<usize>,
+    /// |S_imp| after ranking and the start share (KN, TE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_imp_kept: Option<usize>,
 }
 
 impl Trace {
@@ -213,6 +254,7 @@ impl Trace {
         let mut checks = Vec::new();
         let mut expansions = 0;
         let mut changed = 0;
+        let mut idle = 0;
         let mut shown: Option<&Vec<usize>> = None;
         let mut pending = false;
         for st in &self.steps {
@@ -239,15 +281,18 @@ impl Trace {
                     expansions += 1;
                     pending = true;
                 }
+                "expand_idle" => idle += 1,
                 _ => {}
             }
         }
         NavDiagnostics {
             start_entities: self.start_entities.len(),
             s_imp: self.s_imp,
+            s_imp_kept: self.s_imp_kept,
             checks,
             expansions,
             expansions_changed: changed,
+            idle_picks: idle,
         }
     }
 
@@ -330,6 +375,62 @@ pub(crate) fn is_template_echo(answer: &str) -> bool {
         || a.starts_with("the final answer or an empty string")
 }
 
+/// The answer of an answerability reply, if it gives one: only a reply with action -2 does (-1
+/// keeps the paper's meaning, "cannot answer", whatever its other fields say). Its answer field,
+/// unless that is empty or only the prompt's description of the field; then the answer the
+/// small models write into the reasoning instead: the whole reasoning when it is a short phrase
+/// (at most [`SHORT_ANSWER_WORDS`] words), or the phrase after "the answer is" in it, and only
+/// if the phrase is written in the `shown` text (or is yes/no), so that "Not sure" is no answer.
+pub(crate) fn check_answer(
+    action: i32,
+    answer: &str,
+    reasoning: &str,
+    shown: &str,
+) -> Option<String> {
+    if action != -2 {
+        return None;
+    }
+    let answer = answer.trim();
+    if !answer.is_empty() && !is_template_echo(answer) {
+        return Some(answer.to_string());
+    }
+    let shown_lower = shown.to_lowercase();
+    let grounded = |p: &str| {
+        let l = p.to_lowercase();
+        !p.is_empty()
+            && p.split_whitespace().count() <= SHORT_ANSWER_WORDS
+            && !is_template_echo(p)
+            && (l == "yes" || l == "no" || whole_word(&shown_lower, &l))
+    };
+    let r = reasoning.trim().trim_end_matches('.').trim();
+    if grounded(r) {
+        return Some(r.to_string());
+    }
+    let lower = reasoning.to_lowercase();
+    for cue in ["the answer is", "the final answer is", "answer:"] {
+        if let Some(at) = lower.rfind(cue) {
+            // Lowercasing keeps byte offsets for the ASCII cue, but not always for the rest.
+            let Some(rest) = reasoning.get(at + cue.len()..) else {
+                continue;
+            };
+            let phrase = rest
+                .split(['.', '\n', ';'])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches(|c: char| c == '"' || c == '\'' || c == ':' || c == ',')
+                .trim();
+            if grounded(phrase) {
+                return Some(phrase.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The longest phrase taken as an answer found in a check's reasoning.
+const SHORT_ANSWER_WORDS: usize = 8;
+
 /// The outcome of an answerability check.
 #[derive(Clone)]
 pub(crate) struct Check {
@@ -355,6 +456,8 @@ pub(crate) struct Run {
     pub failures: Vec<String>,
     /// |S_imp| before the window (set by the navigator).
     pub s_imp: Option<usize>,
+    /// |S_imp| after ranking and the start share.
+    pub s_imp_kept: Option<usize>,
 }
 
 impl Run {
@@ -397,14 +500,34 @@ impl<'a> Navigator<'a> {
             used: BTreeSet::new(),
             failures: Vec::new(),
             s_imp: None,
+            s_imp_kept: None,
         };
         let start = self.start(&mut run).await?;
-        run.s_imp = Some(self.segments_of(&start).len());
+        let all = self.segments_of(&start);
+        run.s_imp = Some(all.len());
         let start_names = self.names(&start);
         let outcome = match self.opts.method {
-            Method::Kn => self.kn(&mut run, &start).await?,
+            Method::Kn | Method::Te => {
+                // S_imp, ranked and cut to the start share of the window.
+                let ranked = self.rank_segments(&run.question, &all, &start)?;
+                let s_imp = self.start_share_of(&run.question, &ranked)?;
+                run.s_imp_kept = Some(s_imp.len());
+                if let Some(step) = run.steps.last_mut() {
+                    step.note.push_str(&format!(
+                        "; |E_s| {}, |S_imp| {} ranked {:?}, kept {:?}",
+                        start.len(),
+                        all.len(),
+                        ranked.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+                        s_imp
+                    ));
+                }
+                if self.opts.method == Method::Kn {
+                    self.kn(&mut run, &start, &s_imp).await?
+                } else {
+                    self.te(&mut run, &start, &s_imp).await?
+                }
+            }
             Method::Ges => self.ges(&mut run, &start).await?,
-            Method::Te => self.te(&mut run, &start).await?,
         };
         let after = self.llm.ledger().snapshot();
         let (requests, cache_hits, prompt_tokens, completion_tokens) = delta(&before, &after);
@@ -435,6 +558,7 @@ impl<'a> Navigator<'a> {
             answer_spans: vec![],
             read_spans: vec![],
             s_imp: run.s_imp,
+            s_imp_kept: run.s_imp_kept,
         };
         let units: Vec<Span> = self
             .memory
@@ -463,6 +587,96 @@ impl<'a> Navigator<'a> {
 
     pub(crate) fn window(&self) -> Window {
         Window::new(self.opts.context_window, self.opts.reply_tokens)
+    }
+
+    /// Ranks `segments` for `query` by reciprocal-rank fusion of three signals: BM25, the
+    /// embedder's similarity, and the weight of `entities` each segment holds (the sum of their
+    /// inverse segment frequencies, so a rare entity of the question counts more than a common
+    /// one). Best first, ties by document order; the score is the fused one.
+    pub(crate) fn rank_segments(
+        &self,
+        query: &str,
+        segments: &BTreeSet<usize>,
+        entities: &BTreeSet<NodeIndex>,
+    ) -> Result<Vec<(usize, f32)>, NavigateError> {
+        if segments.is_empty() {
+            return Ok(Vec::new());
+        }
+        let texts: Vec<&str> = self
+            .memory
+            .segments
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect();
+        let within = |ranked: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
+            ranked
+                .into_iter()
+                .filter(|(s, _)| segments.contains(s))
+                .collect()
+        };
+        let lexical = within(Bm25::new(&texts).rank(query));
+        let dense = within(
+            crate::embed::score_segments(self.embedder, self.memory, query)?
+                .into_iter()
+                .map(|(s, x)| (s, f64::from(x)))
+                .collect(),
+        );
+        let n = self.memory.segments.len().max(1) as f64;
+        let mut weight: BTreeMap<usize, f64> = segments.iter().map(|&s| (s, 0.0)).collect();
+        for &e in entities {
+            let linked = &self.memory.graph[e].segments;
+            let idf = (n / linked.len().max(1) as f64).ln() + 1.0;
+            for s in linked {
+                if let Some(w) = weight.get_mut(s) {
+                    *w += idf;
+                }
+            }
+        }
+        let mut by_weight: Vec<(usize, f64)> = weight.into_iter().collect();
+        by_weight.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut fused: BTreeMap<usize, f64> = BTreeMap::new();
+        for list in [&lexical, &dense, &by_weight] {
+            // Equal scores share a rank, so a signal that cannot tell segments apart adds
+            // nothing to their order.
+            let mut rank = 0usize;
+            let mut prev: Option<f64> = None;
+            for (i, &(s, x)) in list.iter().enumerate() {
+                if prev != Some(x) {
+                    rank = i;
+                    prev = Some(x);
+                }
+                *fused.entry(s).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = fused.into_iter().map(|(s, x)| (s, x as f32)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(ranked)
+    }
+
+    /// The ranked start set cut to the start share of the window's segment room (at least its
+    /// best segment, if that fits the window at all).
+    pub(crate) fn start_share_of(
+        &self,
+        question: &str,
+        ranked: &[(usize, f32)],
+    ) -> Result<Vec<usize>, NavigateError> {
+        let room = self
+            .window()
+            .room(self.prompts, PromptId::Answerability, question)?;
+        let share = (room as f64 * f64::from(self.opts.start_share.clamp(0.0, 1.0))) as usize;
+        let mut kept = Vec::new();
+        let mut used = 0usize;
+        for &(s, _) in ranked {
+            let Some(seg) = self.memory.segments.get(s) else {
+                continue;
+            };
+            let cost = seg.tokens + 1;
+            if used + cost <= share || (kept.is_empty() && cost <= room) {
+                kept.push(s);
+                used += cost;
+            }
+        }
+        Ok(kept)
     }
 
     /// E_s: the question's entities (LLM extraction), linked to graph entities by the
@@ -543,7 +757,8 @@ impl<'a> Navigator<'a> {
         let mut unmatched = Vec::new();
         for name in names {
             let k = normalize(name, &stemmer);
-            if k.is_empty() {
+            // A single common word ("film", "city") names no particular entity.
+            if k.is_empty() || is_common_word(name) {
                 continue;
             }
             let hits: Vec<NodeIndex> = keys
@@ -556,17 +771,15 @@ impl<'a> Navigator<'a> {
             }
             linked.extend(hits);
         }
-        // Mentions (of two or more words, or capitalised single words) found verbatim in the question.
+        // Mentions found verbatim in the question (see `named_in`); a generic entity (linked to
+        // more than a fifth of the segments) does not start navigation this way.
         let q_lower = question.to_lowercase();
         for n in g.node_indices() {
             let e = &g[n];
-            if e.kind == "number" || e.kind == "time" {
+            if e.kind == "number" || e.kind == "time" || e.generic {
                 continue;
             }
-            if e.mentions
-                .iter()
-                .any(|m| m.chars().count() >= 3 && whole_word(&q_lower, &m.to_lowercase()))
-            {
+            if e.mentions.iter().any(|m| named_in(question, &q_lower, m)) {
                 linked.insert(n);
             }
         }
@@ -633,19 +846,30 @@ impl<'a> Navigator<'a> {
         {
             Ok(r) => {
                 let a = r.value;
-                let echo = is_template_echo(&a.answer);
-                let answered = a.action == -2 && !a.answer.trim().is_empty() && !echo;
+                let given = check_answer(a.action, &a.answer, &a.reasoning, &text);
+                let answered = given.is_some();
                 step.action = Some(if answered { -2 } else { -1 });
                 step.reason = a.reasoning.clone();
-                if a.action == -2 && echo {
-                    step.note = format!(
-                        "action -2 with the prompt's placeholder as its answer ({:?}): counted as -1",
-                        a.answer
-                    );
+                if a.action == -2 {
+                    match &given {
+                        None => {
+                            step.note = format!(
+                                "action -2 with no answer (the answer field is empty or the prompt's placeholder: {:?}; none in the reasoning): counted as -1",
+                                a.answer
+                            )
+                        }
+                        Some(found) if found.as_str() != a.answer.trim() => {
+                            step.note = format!(
+                                "action -2; answer field {:?}, answer taken from the reasoning: {found:?}",
+                                a.answer
+                            )
+                        }
+                        Some(_) => {}
+                    }
                 }
                 Check {
                     answered,
-                    answer: a.answer,
+                    answer: given.unwrap_or(a.answer),
                     reasoning: a.reasoning,
                 }
             }
@@ -666,7 +890,8 @@ impl<'a> Navigator<'a> {
         Ok(check)
     }
 
-    /// The final answer from the given segments, ranked by `scores` when they must be cut.
+    /// The final answer from `segments` (kept first, in their order) and then `scores` (by
+    /// score) while they fit; the prompt shows them in the configured answer order.
     pub(crate) async fn final_answer(
         &self,
         run: &mut Run,
@@ -674,13 +899,14 @@ impl<'a> Navigator<'a> {
         scores: &[(usize, f32)],
         note: &str,
     ) -> Result<Check, NavigateError> {
-        let (text, shown) = self.window().fit(
+        let (text, shown) = self.window().fit_ordered(
             self.prompts,
             PromptId::Answer,
             &run.question,
             self.memory,
             segments,
             scores,
+            self.opts.answer_order,
         )?;
         let (answer, reasoning) = answer_from(self.llm, self.prompts, &run.question, &text).await?;
         run.push(Step {
@@ -729,6 +955,36 @@ pub async fn answer_from(
             source,
         })?;
     Ok((r.value.answer, r.value.reasoning))
+}
+
+/// Whether a name is one lowercase word: a common noun, not a name.
+fn is_common_word(name: &str) -> bool {
+    let t = name.trim();
+    !t.is_empty()
+        && !t.contains(char::is_whitespace)
+        && t.chars().all(|c| !c.is_uppercase())
+        && t.chars().any(char::is_alphabetic)
+}
+
+/// Whether mention `m` is named verbatim in `question` (`q_lower` is its lowercase form): a
+/// mention of two or more words as a whole-word match in any case; a one-word mention only as
+/// written, capitalised, and not as the question's first word (which is capitalised anyway).
+fn named_in(question: &str, q_lower: &str, m: &str) -> bool {
+    let m = m.trim();
+    if m.chars().count() < 3 {
+        return false;
+    }
+    if m.contains(char::is_whitespace) {
+        return whole_word(q_lower, &m.to_lowercase());
+    }
+    if !m.chars().next().is_some_and(char::is_uppercase) {
+        return false;
+    }
+    let first_end = question
+        .char_indices()
+        .find(|&(i, c)| i > 0 && !c.is_alphanumeric())
+        .map_or(question.len(), |(i, _)| i);
+    whole_word(&question[first_end..], m)
 }
 
 fn whole_word(haystack: &str, needle: &str) -> bool {
@@ -935,6 +1191,7 @@ mod tests {
             answer_spans: vec![],
             read_spans: vec![],
             s_imp: Some(12),
+            s_imp_kept: None,
         };
         let d = trace.diagnostics();
         assert_eq!((d.start_entities, d.s_imp), (2, Some(12)));
@@ -972,6 +1229,62 @@ mod tests {
         ]);
         assert_eq!(t.answer_spans, vec![(0, 20), (90, 95)]);
         assert_eq!(t.read_spans, vec![(0, 20), (70, 80), (90, 95)]);
+    }
+
+    #[test]
+    fn a_check_answer_in_the_wrong_field_is_taken_only_from_the_text() {
+        let text = "Delta is the city where Beta has its headquarters. Beta was founded in 1887.";
+        let echo = "the final answer, or an empty string for -1";
+        // The answer field itself.
+        assert_eq!(
+            check_answer(-2, "Delta", "Beta is in Delta.", text).as_deref(),
+            Some("Delta")
+        );
+        // -1 keeps its meaning whatever the answer field says.
+        assert_eq!(check_answer(-1, "Delta", "", text), None);
+        // The answer written into the reasoning: the whole of a short one, or after a cue.
+        assert_eq!(
+            check_answer(-2, echo, "Delta.", text).as_deref(),
+            Some("Delta")
+        );
+        assert_eq!(
+            check_answer(
+                -2,
+                "",
+                "Beta has its headquarters there, so the answer is Delta.",
+                text
+            )
+            .as_deref(),
+            Some("Delta")
+        );
+        assert_eq!(check_answer(-2, " ", "Yes", text).as_deref(), Some("Yes"));
+        // Not written in the text: no answer.
+        assert_eq!(check_answer(-2, echo, "Not sure.", text), None);
+        assert_eq!(check_answer(-2, "", "The answer is Gamma.", text), None);
+        assert_eq!(
+            check_answer(
+                -2,
+                "",
+                "The text names a city and a company and a year of founding.",
+                text
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn one_word_mentions_link_only_as_written_and_capitalised() {
+        let q = "Which city did Beta move to from the harbour town of Delta Bay?";
+        let l = q.to_lowercase();
+        assert!(named_in(q, &l, "Beta"));
+        assert!(named_in(q, &l, "delta bay"), "two words: any case");
+        assert!(!named_in(q, &l, "city"), "a lowercase word");
+        assert!(
+            !named_in(q, &l, "Harbour"),
+            "written lowercase in the question"
+        );
+        assert!(!named_in(q, &l, "Which"), "the question's first word");
+        assert!(is_common_word("film") && !is_common_word("Film") && !is_common_word("film star"));
     }
 
     #[test]

@@ -17,22 +17,30 @@ struct EntityList {
 }
 
 impl Navigator<'_> {
+    /// Entity Trial from the start entities `start` and the ranked, cut start set `s_imp`.
     pub(crate) async fn te(
         &self,
         run: &mut Run,
         start: &BTreeSet<NodeIndex>,
+        s_imp: &[usize],
     ) -> Result<Check, NavigateError> {
         let mut entities = start.clone();
         let mut trial = 0usize;
         loop {
-            let segments: Vec<usize> = self.segments_of(&entities).into_iter().collect();
+            // S_imp first, then the segments of the entities the trials added, ranked.
+            let added = self.added_segments(run, start, &entities, s_imp)?;
+            let segments: Vec<usize> = s_imp
+                .iter()
+                .copied()
+                .chain(added.iter().map(|(s, _)| *s))
+                .collect();
             let (text, shown) = self.window().fit(
                 self.prompts,
                 PromptId::Answerability,
                 &run.question,
                 self.memory,
-                &segments,
-                &[],
+                s_imp,
+                &added,
             )?;
             let window_full = shown.len() < segments.len();
             let step = Step {
@@ -93,7 +101,7 @@ impl Navigator<'_> {
             let linked = self.link(&proposed, "")?;
             let before = segments.len();
             entities.extend(linked);
-            let after = self.segments_of(&entities).len();
+            let after = s_imp.len() + self.added_segments(run, start, &entities, s_imp)?.len();
             run.push(Step {
                 kind: "te_update".into(),
                 entities: self.names(&entities),
@@ -107,8 +115,26 @@ impl Navigator<'_> {
                 break;
             }
         }
-        let segments: Vec<usize> = self.segments_of(&entities).into_iter().collect();
-        self.final_answer(run, &segments, &[], "answered from the entities' segments")
+        let added = self.added_segments(run, start, &entities, s_imp)?;
+        self.final_answer(run, s_imp, &added, "answered from the entities' segments")
             .await
+    }
+
+    /// The segments of the entities the trials added to E_s, less S_imp's, ranked for the
+    /// question.
+    fn added_segments(
+        &self,
+        run: &Run,
+        start: &BTreeSet<NodeIndex>,
+        entities: &BTreeSet<NodeIndex>,
+        s_imp: &[usize],
+    ) -> Result<Vec<(usize, f32)>, NavigateError> {
+        let new: BTreeSet<NodeIndex> = entities.difference(start).copied().collect();
+        let segments: BTreeSet<usize> = self
+            .segments_of(&new)
+            .into_iter()
+            .filter(|s| !s_imp.contains(s))
+            .collect();
+        self.rank_segments(&run.question, &segments, entities)
     }
 }

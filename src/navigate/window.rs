@@ -1,11 +1,37 @@
 //! The context window: every prompt, instructions and reply budget included, fits L tokens.
 
+use serde::{Deserialize, Serialize};
+
 use crate::memory::Memory;
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::count_tokens;
 
 /// Tokens kept free for the chat template's role markers.
 const TEMPLATE_TOKENS: usize = 16;
+
+/// The order of the segments in a prompt's text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// As in the document (the paper).
+    #[default]
+    Document,
+    /// Most relevant first: the start set in its rank order, then the added segments by score.
+    Relevance,
+}
+
+impl std::str::FromStr for Order {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "document" => Ok(Order::Document),
+            "relevance" => Ok(Order::Relevance),
+            other => Err(format!(
+                "unknown segment order '{other}' (document or relevance)"
+            )),
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
@@ -25,6 +51,18 @@ impl Window {
         self.limit.saturating_sub(self.reply + TEMPLATE_TOKENS)
     }
 
+    /// Tokens prompt `id` leaves for its segments (one separator token counted per segment).
+    pub fn room(
+        &self,
+        prompts: &Prompts,
+        id: PromptId,
+        question: &str,
+    ) -> Result<usize, PromptError> {
+        let overhead =
+            count_tokens(&prompts.render(id, &[("segments", ""), ("question", question)])?);
+        Ok(self.prompt_budget().saturating_sub(overhead))
+    }
+
     /// Chooses the segments shown in prompt `id` (placeholders `{segments}` and `{question}`):
     /// first `imp` in its order while they fit, then `add` by descending score while they fit.
     /// Returns the text (segments in document order, blank-line separated) and the segments
@@ -38,18 +76,33 @@ impl Window {
         imp: &[usize],
         add: &[(usize, f32)],
     ) -> Result<(String, Vec<usize>), PromptError> {
-        let overhead =
-            count_tokens(&prompts.render(id, &[("segments", ""), ("question", question)])?);
-        let budget = self.prompt_budget().saturating_sub(overhead);
+        self.fit_ordered(prompts, id, question, memory, imp, add, Order::Document)
+    }
+
+    /// [`Window::fit`], with the text's segments in `order`: document order, or the order they
+    /// were chosen in (`imp` first, then `add` by score). The segments returned are always in
+    /// document order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_ordered(
+        &self,
+        prompts: &Prompts,
+        id: PromptId,
+        question: &str,
+        memory: &Memory,
+        imp: &[usize],
+        add: &[(usize, f32)],
+        order: Order,
+    ) -> Result<(String, Vec<usize>), PromptError> {
+        let budget = self.room(prompts, id, question)?;
         let mut ranked: Vec<(usize, f32)> = add.to_vec();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let order = imp
+        let candidates = imp
             .iter()
             .copied()
             .chain(ranked.into_iter().map(|(s, _)| s));
         let mut chosen: Vec<usize> = Vec::new();
         let mut used = 0usize;
-        for s in order {
+        for s in candidates {
             let Some(seg) = memory.segments.get(s) else {
                 continue;
             };
@@ -67,7 +120,10 @@ impl Window {
         loop {
             let mut in_order = chosen.clone();
             in_order.sort_unstable();
-            let text = join(memory, &in_order);
+            let text = match order {
+                Order::Document => join(memory, &in_order),
+                Order::Relevance => join(memory, &chosen),
+            };
             let prompt = prompts.render(id, &[("segments", &text), ("question", question)])?;
             if count_tokens(&prompt) <= self.prompt_budget() || chosen.is_empty() {
                 return Ok((text, in_order));
