@@ -245,6 +245,11 @@ pub(crate) struct EvalArgs {
     /// (two documents at a time; the memories stay in DIR/memories for later runs).
     #[arg(long)]
     pub(crate) build_only: bool,
+    /// Answer over the memories MODEL built (as --llm-model names it; their files' keys carry
+    /// it) and build none: a pair whose memory is not in DIR/memories is left undone. Lets a
+    /// larger model answer over memories built once with a smaller one.
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) memories_built_by: Option<String>,
     /// Only (re)write the report from the results already in DIR (with the dataset at hand,
     /// first computing the spans of rows recorded before rows carried them: DIR/backfill.jsonl).
     #[arg(long)]

@@ -52,6 +52,7 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             trace_dir: args.trace_dir.clone(),
             html: args.html,
             build_only: args.build_only,
+            memories_built_by: args.memories_built_by.clone(),
         };
         experiment::run(&ctx, &plan, &args.out, flags).await?;
     }

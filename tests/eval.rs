@@ -70,7 +70,14 @@ fn items() -> Vec<QaItem> {
 }
 
 fn service_with(cache: Option<qrmem::llm::ReplyCache>) -> (Service, Arc<ScriptedLlm>) {
-    let llm = Arc::new(ScriptedLlm::new([]).with_responder(reply));
+    service_of(ScriptedLlm::new([]).with_responder(reply), cache)
+}
+
+fn service_of(
+    llm: ScriptedLlm,
+    cache: Option<qrmem::llm::ReplyCache>,
+) -> (Service, Arc<ScriptedLlm>) {
+    let llm = Arc::new(llm);
     let policy = Policy {
         temperature: 0.0,
         max_tokens: 256,
@@ -94,6 +101,7 @@ fn opts() -> EvalOptions {
         trace_dir: None,
         html: false,
         build_only: false,
+        memories_built_by: None,
     }
 }
 
@@ -591,4 +599,54 @@ async fn concurrent_questions_never_swap_costs() {
             .2
     };
     assert_ne!(cost("a"), cost("c"));
+}
+
+#[tokio::test]
+async fn another_model_answers_over_memories_built_once_and_builds_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = items();
+    // The graphs of items a and b, built by the "scripted" model.
+    let (small, _) = service_with(None);
+    let mut o = opts();
+    o.build_only = true;
+    run_over(&small, &items[..2], dir.path(), &o).await;
+    let builds = std::fs::read_to_string(dir.path().join("builds.jsonl")).unwrap();
+    assert_eq!(builds.lines().count(), 2);
+    assert!(!dir.path().join("results.jsonl").exists() || lines(dir.path()).is_empty());
+
+    // A bigger model answers all three items over them.
+    let (big, big_llm) = service_of(
+        ScriptedLlm::new([])
+            .with_responder(reply)
+            .with_model("bigger"),
+        None,
+    );
+    let mut o = opts();
+    o.memories_built_by = Some("scripted".into());
+    let s = run_over(&big, &items, dir.path(), &o).await;
+    // It built no graph: no construction prompt reached it, and no build was journaled.
+    assert!(big_llm.received().iter().all(|r| !r
+        .messages
+        .iter()
+        .any(|m| m.content.contains("You build the knowledge graph"))));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("builds.jsonl")).unwrap(),
+        builds
+    );
+    // Item c has no graph: its two kn pairs (trials 1 and 2) are left undone, with no row;
+    // the baselines need no LLM-built memory and answer all three.
+    assert_eq!(s.not_built, 2);
+    let rows = lines(dir.path());
+    let of = |m: &str| {
+        let mut v: Vec<String> = rows
+            .iter()
+            .filter(|r| r["method"] == m)
+            .map(|r| r["item"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(of("kn"), ["a", "a", "b", "b"]);
+    assert_eq!(of("bm25-top1"), ["a", "b", "c"]);
+    assert!(rows.iter().all(|r| r["error"].is_null()), "{rows:?}");
 }

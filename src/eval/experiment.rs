@@ -232,6 +232,9 @@ pub struct Flags {
     pub html: bool,
     /// Build the memories only (see [`EvalOptions::build_only`]).
     pub build_only: bool,
+    /// Answer over the memories this model built; build none (see
+    /// [`EvalOptions::memories_built_by`]).
+    pub memories_built_by: Option<String>,
 }
 
 /// Runs the plan's pairs into `out` (resuming what is there), printing progress and the ledger
@@ -247,7 +250,13 @@ pub async fn run(
         trace_dir,
         html,
         build_only,
+        memories_built_by,
     } = flags;
+    if build_only && memories_built_by.is_some() {
+        return Err(EvalError::Input(
+            "--build-only builds memories and --memories-built-by forbids building: give one of them".into(),
+        ));
+    }
     // Pages go next to the traces: DIR/traces unless another directory is named.
     let trace_dir = match trace_dir {
         None if html => Some(out.join(PAGES)),
@@ -284,6 +293,7 @@ pub async fn run(
         trace_dir: trace_dir.clone(),
         html,
         build_only,
+        memories_built_by,
     };
     eprintln!(
         "{} questions x {} methods -> {}",
@@ -296,6 +306,12 @@ pub async fn run(
         "finished {} pairs ({} failed), skipped {} already done; memories built {}, loaded {}; {:.1} s",
         summary.finished, summary.failed, summary.skipped, summary.memories_built, summary.memories_loaded, summary.wall_secs
     );
+    if summary.not_built > 0 {
+        eprintln!(
+            "left {} pairs undone: their memories are not built (build them with --build-only and the building model)",
+            summary.not_built
+        );
+    }
     eprintln!("{}", summary.ledger);
     // Where the time went: LLM calls (requests and cache reads), embedding, the rest.
     let wall = started.elapsed().as_secs_f64();

@@ -25,7 +25,9 @@ use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service, StageStats};
 use crate::memory::GraphDiagnostics;
-use crate::methods::{self, Ctx, MemoryDir, MemoryKind, MethodSpec, Origin, PrepareCtx, Prepared};
+use crate::methods::{
+    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, PrepareCtx, Prepared,
+};
 use crate::navigate::{NavDiagnostics, Options, Trace, Window};
 use crate::progress::{self, eta_text};
 use crate::prompts::Prompts;
@@ -186,6 +188,10 @@ pub struct EvalOptions {
     /// Build (or load) the methods' memories and journal the builds, but answer nothing: the
     /// memories are then read by later runs (issue 38's graph rebuilds).
     pub build_only: bool,
+    /// Read the memories that this model built (in `DIR/memories`, by their key) and build
+    /// none: the pairs whose memory is not there are left for a later run. Lets another model
+    /// answer over memories built once (issue 39's 1.5B runs over the 0.5B graphs).
+    pub memories_built_by: Option<String>,
 }
 
 pub struct EvalCtx<'a> {
@@ -203,6 +209,8 @@ pub struct RunSummary {
     pub skipped: usize,
     pub memories_built: usize,
     pub memories_loaded: usize,
+    /// Pairs left undone because their memory is not built (`memories_built_by`).
+    pub not_built: usize,
     pub ledger: LedgerSnapshot,
     pub wall_secs: f64,
 }
@@ -325,7 +333,7 @@ pub async fn run(
         bars.insert(name, bar);
     }
 
-    let store = MemoryDir::new(dir.join("memories"));
+    let store = MemoryDir::new(dir.join("memories")).reuse_only(opts.memories_built_by.clone());
     let trace_dir = &opts.trace_dir;
     let html = opts.html;
     if let Some(d) = trace_dir {
@@ -362,6 +370,7 @@ pub async fn run(
                 let mut memories = BTreeMap::new();
                 // Whether each memory's units are the document's own pieces (checked once).
                 let mut covered: BTreeMap<MemoryKind, bool> = BTreeMap::new();
+                let mut unbuilt: BTreeSet<MemoryKind> = BTreeSet::new();
                 for kind in kinds {
                     let llm = ctx.llm.scoped();
                     let pctx = PrepareCtx {
@@ -434,6 +443,12 @@ pub async fn run(
                             memories.insert(kind, Ok(m));
                             origin == Origin::Built && kind.needs_llm()
                         }
+                        Err(e @ MethodError::NotBuilt { .. }) => {
+                            // Left for a later run: no row, no build line.
+                            say(&format!("{}: {e}; its pairs are left undone", group[0].0.id));
+                            unbuilt.insert(kind);
+                            false
+                        }
                         Err(e) => {
                             rec.error = Some(e.to_string());
                             memories.insert(kind, Err(e.to_string()));
@@ -457,6 +472,15 @@ pub async fn run(
                         .flat_map(|(item, p)| p.iter().map(move |(m, t)| (*item, m.clone(), *t)))
                         .collect()
                 };
+                let before = jobs.len();
+                let jobs: Vec<_> = jobs
+                    .into_iter()
+                    .filter(|(_, m, _)| !unbuilt.contains(&m.memory_kind()))
+                    .collect();
+                if jobs.len() < before {
+                    let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
+                    c.not_built += before - jobs.len();
+                }
                 let done: Vec<Result<(), EvalError>> = stream::iter(jobs)
                     .map(|(item, spec, trials)| async move {
                         let llm = ctx.llm.scoped();

@@ -41,6 +41,12 @@ impl ScriptedLlm {
         }
     }
 
+    /// Serves under the model name `name` (default "scripted"), which memory keys carry.
+    pub fn with_model(mut self, name: &str) -> Self {
+        self.model = name.to_string();
+        self
+    }
+
     /// Answers every request (after the queue) with `f(request)`.
     pub fn with_responder(
         mut self,

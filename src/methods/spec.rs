@@ -153,6 +153,13 @@ pub enum MethodError {
     /// A memory file that cannot be read or written (the message names the file).
     #[error("{0}")]
     File(String),
+    /// The store may only read memories (`MemoryDir::reuse_only`) and this one is not built.
+    #[error("no {kind} memory built by {model} is in {path} (this run reads memories, it does not build them)")]
+    NotBuilt {
+        kind: String,
+        model: String,
+        path: String,
+    },
 }
 
 /// A prepared memory: QRMeM's (or the baselines' segments-only) memory, or a summary tree.

@@ -4,7 +4,8 @@
 //!
 //! Invariants: a memory file is only ever written whole (atomic rename, `memory::save`); two
 //! tasks asking for the same key at once build it once (a lock per key); an unreadable file
-//! is reported and rebuilt, never trusted.
+//! is reported and rebuilt, never trusted; a reuse-only store never builds a memory that needs
+//! the LLM.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,9 @@ pub enum Origin {
 pub struct MemoryDir {
     dir: PathBuf,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Read only memories built by this model (their key's model), and never build one: a run
+    /// that answers with another model over memories an earlier run built.
+    reuse_only: Option<String>,
 }
 
 impl MemoryDir {
@@ -31,7 +35,15 @@ impl MemoryDir {
         MemoryDir {
             dir: dir.into(),
             locks: Mutex::new(HashMap::new()),
+            reuse_only: None,
         }
+    }
+
+    /// This store reads the memories built by `model` and builds none: a memory that is not
+    /// there is [`MethodError::NotBuilt`]. Memories that need no LLM are still prepared.
+    pub fn reuse_only(mut self, model: Option<String>) -> Self {
+        self.reuse_only = model;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -51,7 +63,7 @@ impl MemoryDir {
         for part in [
             kind.name(),
             &serde_json::to_string(&kind.params(ctx.config)).unwrap_or_default(),
-            ctx.llm.model(),
+            self.reuse_only.as_deref().unwrap_or(ctx.llm.model()),
             ctx.embedder.model_id(),
             question.unwrap_or("\u{0}none"),
             &ctx.prompts.fingerprint(kind.build_prompts()),
@@ -110,6 +122,13 @@ impl MemoryDir {
                     Err(e) => tracing::warn!("{e}; building it again"),
                 }
             }
+        }
+        if let (Some(model), true) = (&self.reuse_only, kind.needs_llm()) {
+            return Err(MethodError::NotBuilt {
+                kind: kind.name().to_string(),
+                model: model.clone(),
+                path: path.display().to_string(),
+            });
         }
         let prepared = prepare(kind, ctx, document, question, name, progress).await?;
         if kind.needs_llm() {
