@@ -612,6 +612,16 @@ async fn another_model_answers_over_memories_built_once_and_builds_none() {
     run_over(&small, &items[..2], dir.path(), &o).await;
     let builds = std::fs::read_to_string(dir.path().join("builds.jsonl")).unwrap();
     assert_eq!(builds.lines().count(), 2);
+    // The graph table reports the builds' LLM calls per segment (one joint call per segment
+    // and the summary) and prompt tokens per document token.
+    let r = report(dir.path());
+    let g = &r.graphs[0];
+    let calls = g.calls_per_segment.unwrap();
+    assert!((1.0..2.5).contains(&calls), "{calls}");
+    assert!(g.prompt_tokens_per_document_token.unwrap() > 1.0);
+    assert!(r
+        .to_markdown()
+        .contains("| LLM calls/segment | prompt tok/document token |"));
     assert!(!dir.path().join("results.jsonl").exists() || lines(dir.path()).is_empty());
 
     // A bigger model answers all three items over them.

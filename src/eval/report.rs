@@ -227,6 +227,13 @@ pub struct GraphRow {
     pub llm_entities_with_edge: Option<f64>,
     pub median_segments_per_entity: f64,
     pub over_linked_entities_per_doc: f64,
+    /// LLM calls (requests and reply-cache hits) per segment, over the builds that counted
+    /// unsupported relations (issue 38's joint extraction and after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_segment: Option<f64>,
+    /// Prompt tokens (sent and replayed) per document token, over the same builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_per_document_token: Option<f64>,
 }
 
 /// One row scored on the questions every row has a result for.
@@ -500,7 +507,9 @@ pub fn build(
 
 /// The graph table: per graph kind, the mean diagnostics of the builds that recorded them.
 fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Vec<GraphRow> {
-    let mut by_kind: BTreeMap<&str, (usize, Vec<&GraphDiagnostics>)> = BTreeMap::new();
+    // Per kind: builds, their diagnostics, and (calls/segment, prompt tokens/document token).
+    type Acc<'a> = (usize, Vec<&'a GraphDiagnostics>, Vec<(f64, f64)>);
+    let mut by_kind: BTreeMap<&str, Acc<'_>> = BTreeMap::new();
     for b in first.values() {
         if !matches!(
             b.kind,
@@ -513,12 +522,21 @@ fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Vec<GraphRow>
         e.0 += 1;
         if let Some(g) = &b.graph {
             e.1.push(g);
+            if g.dropped_unsupported.is_some() && b.segments > 0 && b.document_tokens > 0 {
+                let c = &b.cost;
+                e.2.push((
+                    (c.requests + c.cache_hits) as f64 / b.segments as f64,
+                    (c.prompt_tokens + c.replayed_prompt_tokens) as f64 / b.document_tokens as f64,
+                ));
+            }
         }
     }
     by_kind
         .into_iter()
-        .filter(|(_, (_, gs))| !gs.is_empty())
-        .map(|(kind, (builds, gs))| {
+        .filter(|(_, (_, gs, _))| !gs.is_empty())
+        .map(|(kind, (builds, gs, costs))| {
+            let cost =
+                |f: fn(&(f64, f64)) -> f64| (!costs.is_empty()).then(|| mean(costs.iter().map(f)));
             let avg = |f: &dyn Fn(&GraphDiagnostics) -> f64| mean(gs.iter().map(|g| f(g)));
             let avg_opt = |f: &dyn Fn(&GraphDiagnostics) -> Option<f64>| {
                 let v: Vec<f64> = gs.iter().filter_map(|g| f(g)).collect();
@@ -551,6 +569,8 @@ fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Vec<GraphRow>
                 llm_entities_with_edge: avg_opt(&|g| g.llm_entities_with_edge),
                 median_segments_per_entity: avg(&|g| g.median_segments_per_entity),
                 over_linked_entities_per_doc: avg(&|g| g.over_linked_entities as f64),
+                calls_per_segment: cost(|c| c.0),
+                prompt_tokens_per_document_token: cost(|c| c.1),
             }
         })
         .collect()
@@ -863,30 +883,31 @@ impl Report {
                 .graphs
                 .iter()
                 .any(|g| g.dropped_unsupported_per_doc.is_some());
-            table_header(
-                &mut s,
-                &[
-                    "memory",
-                    "builds with diagnostics",
-                    "entities/segment (schema, LLM, relation end)",
-                    "relations extracted",
-                    "kept %",
-                    if unsupported {
-                        "dropped: unresolved, self-loop, empty, unsupported"
-                    } else {
-                        "dropped: unresolved, self-loop, empty"
-                    },
-                    "edges/segment",
-                    "entities with an edge % (LLM-extracted)",
-                    "median segments/entity",
-                    "over-linked entities",
-                ],
-            );
+            let mut cols = vec![
+                "memory",
+                "builds with diagnostics",
+                "entities/segment (schema, LLM, relation end)",
+                "relations extracted",
+                "kept %",
+                if unsupported {
+                    "dropped: unresolved, self-loop, empty, unsupported"
+                } else {
+                    "dropped: unresolved, self-loop, empty"
+                },
+                "edges/segment",
+                "entities with an edge % (LLM-extracted)",
+                "median segments/entity",
+                "over-linked entities",
+            ];
+            if unsupported {
+                cols.extend(["LLM calls/segment", "prompt tok/document token"]);
+            }
+            table_header(&mut s, &cols);
             let opt = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.1}"));
             for g in &self.graphs {
                 let _ = writeln!(
                     s,
-                    "| {} | {} of {} | {:.1} ({:.1}, {:.1}, {:.1}) | {:.1} | {:.0} | {}, {}, {} | {:.2} | {:.1} ({}) | {:.1} | {:.1} |",
+                    "| {} | {} of {} | {:.1} ({:.1}, {:.1}, {:.1}) | {:.1} | {:.0} | {}, {}, {} | {:.2} | {:.1} ({}) | {:.1} | {:.1} |{}",
                     g.kind,
                     g.documents,
                     g.builds,
@@ -912,7 +933,17 @@ impl Report {
                     g.llm_entities_with_edge
                         .map_or("n/a".to_string(), |x| format!("{:.1}", 100.0 * x)),
                     g.median_segments_per_entity,
-                    g.over_linked_entities_per_doc
+                    g.over_linked_entities_per_doc,
+                    if unsupported {
+                        let two = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.2}"));
+                        format!(
+                            " {} | {} |",
+                            two(g.calls_per_segment),
+                            two(g.prompt_tokens_per_document_token)
+                        )
+                    } else {
+                        String::new()
+                    }
                 );
             }
         }
