@@ -375,24 +375,40 @@ pub(crate) fn is_template_echo(answer: &str) -> bool {
         || a.starts_with("the final answer or an empty string")
 }
 
-/// The answer of an answerability reply, if it gives one: only a reply with action -2 does (-1
-/// keeps the paper's meaning, "cannot answer", whatever its other fields say). Its answer field,
-/// unless that is empty or only the prompt's description of the field; then the answer the
-/// small models write into the reasoning instead: the whole reasoning when it is a short phrase
-/// (at most [`SHORT_ANSWER_WORDS`] words), or the phrase after "the answer is" in it, and only
-/// if the phrase is written in the `shown` text (or is yes/no), so that "Not sure" is no answer.
+/// The answer of an answerability reply, or why it gives none (empty for a plain -1). Only a
+/// reply with action -2 answers (-1 keeps the paper's meaning, "cannot answer", whatever its
+/// other fields say), and a -2 does not when its reasoning says the information is missing (the
+/// 0.5B model often says -2 and, in the same reply, that the text does not say). Its answer is
+/// the answer field, unless that is empty or only the prompt's description of the field; a
+/// longer answer field than [`LONG_ANSWER_WORDS`] words is a copy of the text, not an answer
+/// (except for multiple choice, whose options can be long). Failing the field, the answer the
+/// small models write into the reasoning: the whole reasoning when it is a short phrase (at most
+/// [`SHORT_ANSWER_WORDS`] words), or the phrase after "the answer is" in it, only if the phrase
+/// is written in the `shown` text (or is yes/no), so that "Not sure" is no answer.
 pub(crate) fn check_answer(
     action: i32,
     answer: &str,
     reasoning: &str,
     shown: &str,
-) -> Option<String> {
+    multiple_choice: bool,
+) -> Result<String, String> {
     if action != -2 {
-        return None;
+        return Err(String::new());
     }
-    let answer = answer.trim();
-    if !answer.is_empty() && !is_template_echo(answer) {
-        return Some(answer.to_string());
+    if let Some(cue) = says_missing(reasoning) {
+        return Err(format!(
+            "action -2, but its reasoning says the information is missing ({cue:?}): counted as -1"
+        ));
+    }
+    let field = answer.trim();
+    if !field.is_empty() && !is_template_echo(field) {
+        let words = field.split_whitespace().count();
+        if multiple_choice || words <= LONG_ANSWER_WORDS {
+            return Ok(field.to_string());
+        }
+        return Err(format!(
+            "action -2 with an answer of {words} words, a copy of the text rather than an answer: counted as -1"
+        ));
     }
     let shown_lower = shown.to_lowercase();
     let grounded = |p: &str| {
@@ -404,7 +420,7 @@ pub(crate) fn check_answer(
     };
     let r = reasoning.trim().trim_end_matches('.').trim();
     if grounded(r) {
-        return Some(r.to_string());
+        return Ok(r.to_string());
     }
     let lower = reasoning.to_lowercase();
     for cue in ["the answer is", "the final answer is", "answer:"] {
@@ -421,12 +437,41 @@ pub(crate) fn check_answer(
                 .trim_matches(|c: char| c == '"' || c == '\'' || c == ':' || c == ',')
                 .trim();
             if grounded(phrase) {
-                return Some(phrase.to_string());
+                return Ok(phrase.to_string());
             }
         }
     }
-    None
+    Err(format!(
+        "action -2 with no answer (the answer field is empty or the prompt's placeholder: {answer:?}; none in the reasoning): counted as -1"
+    ))
 }
+
+/// The phrase of `reasoning` that says the text lacks the information, if any.
+fn says_missing(reasoning: &str) -> Option<&'static str> {
+    const CUES: [&str; 16] = [
+        "not provide",
+        "no information",
+        "not mention",
+        "not say",
+        "doesn't say",
+        "not state",
+        "not specif",
+        "cannot be inferred",
+        "cannot be determined",
+        "can't be determined",
+        "not enough information",
+        "insufficient",
+        "is missing",
+        "not contain",
+        "doesn't contain",
+        "not include",
+    ];
+    let l = reasoning.to_lowercase().replace('\u{2019}', "'");
+    CUES.into_iter().find(|c| l.contains(c))
+}
+
+/// The longest answer field taken as an answer (HotpotQA's answers are a few words).
+const LONG_ANSWER_WORDS: usize = 12;
 
 /// The longest phrase taken as an answer found in a check's reasoning.
 const SHORT_ANSWER_WORDS: usize = 8;
@@ -458,6 +503,8 @@ pub(crate) struct Run {
     pub s_imp: Option<usize>,
     /// |S_imp| after ranking and the start share.
     pub s_imp_kept: Option<usize>,
+    /// The question has options (the answer may be an option's text).
+    pub multiple_choice: bool,
 }
 
 impl Run {
@@ -501,6 +548,7 @@ impl<'a> Navigator<'a> {
             failures: Vec::new(),
             s_imp: None,
             s_imp_kept: None,
+            multiple_choice: !options.is_empty(),
         };
         let start = self.start(&mut run).await?;
         let all = self.segments_of(&start);
@@ -846,26 +894,23 @@ impl<'a> Navigator<'a> {
         {
             Ok(r) => {
                 let a = r.value;
-                let given = check_answer(a.action, &a.answer, &a.reasoning, &text);
-                let answered = given.is_some();
+                let given = check_answer(
+                    a.action,
+                    &a.answer,
+                    &a.reasoning,
+                    &text,
+                    run.multiple_choice,
+                );
+                let answered = given.is_ok();
                 step.action = Some(if answered { -2 } else { -1 });
                 step.reason = a.reasoning.clone();
-                if a.action == -2 {
-                    match &given {
-                        None => {
-                            step.note = format!(
-                                "action -2 with no answer (the answer field is empty or the prompt's placeholder: {:?}; none in the reasoning): counted as -1",
-                                a.answer
-                            )
-                        }
-                        Some(found) if found.as_str() != a.answer.trim() => {
-                            step.note = format!(
-                                "action -2; answer field {:?}, answer taken from the reasoning: {found:?}",
-                                a.answer
-                            )
-                        }
-                        Some(_) => {}
-                    }
+                match &given {
+                    Err(why) => step.note = why.clone(),
+                    Ok(found) if found.as_str() != a.answer.trim() => step.note = format!(
+                        "action -2; answer field {:?}, answer taken from the reasoning: {found:?}",
+                        a.answer
+                    ),
+                    Ok(_) => {}
                 }
                 Check {
                     answered,
@@ -1235,40 +1280,66 @@ mod tests {
     fn a_check_answer_in_the_wrong_field_is_taken_only_from_the_text() {
         let text = "Delta is the city where Beta has its headquarters. Beta was founded in 1887.";
         let echo = "the final answer, or an empty string for -1";
+        let ok =
+            |action, answer, reasoning| check_answer(action, answer, reasoning, text, false).ok();
         // The answer field itself.
         assert_eq!(
-            check_answer(-2, "Delta", "Beta is in Delta.", text).as_deref(),
+            ok(-2, "Delta", "Beta is in Delta.").as_deref(),
             Some("Delta")
         );
         // -1 keeps its meaning whatever the answer field says.
-        assert_eq!(check_answer(-1, "Delta", "", text), None);
+        assert_eq!(ok(-1, "Delta", ""), None);
         // The answer written into the reasoning: the whole of a short one, or after a cue.
+        assert_eq!(ok(-2, echo, "Delta.").as_deref(), Some("Delta"));
         assert_eq!(
-            check_answer(-2, echo, "Delta.", text).as_deref(),
-            Some("Delta")
-        );
-        assert_eq!(
-            check_answer(
+            ok(
                 -2,
                 "",
-                "Beta has its headquarters there, so the answer is Delta.",
-                text
+                "Beta has its headquarters there, so the answer is Delta."
             )
             .as_deref(),
             Some("Delta")
         );
-        assert_eq!(check_answer(-2, " ", "Yes", text).as_deref(), Some("Yes"));
+        assert_eq!(ok(-2, " ", "Yes").as_deref(), Some("Yes"));
         // Not written in the text: no answer.
-        assert_eq!(check_answer(-2, echo, "Not sure.", text), None);
-        assert_eq!(check_answer(-2, "", "The answer is Gamma.", text), None);
+        assert_eq!(ok(-2, echo, "Not sure."), None);
+        assert_eq!(ok(-2, "", "The answer is Gamma."), None);
         assert_eq!(
-            check_answer(
+            ok(
                 -2,
                 "",
-                "The text names a city and a company and a year of founding.",
-                text
+                "The text names a city and a company and a year of founding."
             ),
             None
+        );
+    }
+
+    #[test]
+    fn a_minus_2_that_says_the_text_lacks_the_answer_or_copies_the_text_is_minus_1() {
+        // Replies of the 0.5B model on the LongBench-style items (runs/navigation-longbench-style).
+        let text = "The Thorn in the Heart (French: 'L'épine dans le coeur') is a 2009 French \
+                    documentary film directed by Michel Gondry. It was given a special screening.";
+        let copied = "The Thorn in the Heart (French: 'L'épine dans le coeur') is a 2009 French documentary film directed by Michel Gondry.";
+        let why = check_answer(
+            -2,
+            "The Thorn in the Heart",
+            "The text does not provide any information about the location of the film.",
+            text,
+            false,
+        )
+        .unwrap_err();
+        assert!(why.contains("information is missing"), "{why}");
+        let why = check_answer(-2, copied, "It is a documentary.", text, false).unwrap_err();
+        assert!(why.contains("a copy of the text"), "{why}");
+        // A long option text is an answer to a multiple-choice question.
+        assert_eq!(
+            check_answer(-2, copied, "It is a documentary.", text, true).as_deref(),
+            Ok(copied)
+        );
+        // A plain -1 needs no note.
+        assert_eq!(
+            check_answer(-1, "", "Missing.", text, false),
+            Err(String::new())
         );
     }
 
