@@ -264,15 +264,7 @@ async fn kn_window_keeps_the_best_scored_added_segments() {
     // Segments of ~300 tokens; a window that fits the prompt and two of them.
     let m = memory(300);
     let seg = m.segments[1].tokens;
-    let prompts = Prompts::load().unwrap();
-    let overhead = count_tokens(
-        &prompts
-            .render(
-                qrmem::prompts::PromptId::Answerability,
-                &[("segments", ""), ("question", QUESTION)],
-            )
-            .unwrap(),
-    );
+    let overhead = answerability_overhead();
     let window = overhead + 256 + 16 + 2 * (seg + 1) + 20;
     let (t, _) = ask(&m, options(Method::Kn, window, 2), vec![]).await;
     for s in &t.steps {
@@ -342,15 +334,7 @@ async fn te_updates_entities_and_stops_at_the_window_limit() {
 
     // Window for one 300-token segment: Alpha + Beta's segments do not fit -> stop, answer.
     let m = memory(300);
-    let prompts = Prompts::load().unwrap();
-    let overhead = count_tokens(
-        &prompts
-            .render(
-                qrmem::prompts::PromptId::Answerability,
-                &[("segments", ""), ("question", QUESTION)],
-            )
-            .unwrap(),
-    );
+    let overhead = answerability_overhead();
     let window = overhead + 256 + 16 + m.segments[0].tokens + 30;
     let (t, llm) = ask(&m, options(Method::Te, window, 4), vec![]).await;
     let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
@@ -546,18 +530,22 @@ async fn a_final_answer_that_never_parses_fails_the_question() {
     assert!(err.contains("'answer' failed"), "{err}");
 }
 
-/// A window that fits the answerability prompt and `n` segments of `m`'s length plus `slack`.
-fn window_for(m: &Memory, n: usize, slack: usize) -> usize {
+/// The answerability prompt's tokens around its segments, for QUESTION.
+fn answerability_overhead() -> usize {
     let prompts = Prompts::load().unwrap();
-    let overhead = count_tokens(
+    count_tokens(
         &prompts
             .render(
                 qrmem::prompts::PromptId::Answerability,
                 &[("segments", ""), ("question", QUESTION)],
             )
             .unwrap(),
-    );
-    overhead + 256 + 16 + n * (m.segments[1].tokens + 1) + slack
+    )
+}
+
+/// A window that fits the answerability prompt and `n` segments of `m`'s length plus `slack`.
+fn window_for(m: &Memory, n: usize, slack: usize) -> usize {
+    answerability_overhead() + 256 + 16 + n * (m.segments[1].tokens + 1) + slack
 }
 
 #[tokio::test]

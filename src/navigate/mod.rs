@@ -100,23 +100,6 @@ pub struct Options {
     pub answer_order: Order,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            method: Method::Kn,
-            context_window: 4096,
-            reply_tokens: 512,
-            max_trials: 4,
-            ges_threshold: 0.5,
-            ges_max_iterations: 3,
-            reflection: true,
-            navigation: true,
-            start_share: 0.5,
-            answer_order: Order::Document,
-        }
-    }
-}
-
 impl Options {
     pub fn from_config(c: &NavigateConfig) -> Result<Self, String> {
         Ok(Options {
@@ -906,10 +889,12 @@ impl<'a> Navigator<'a> {
                 step.reason = a.reasoning.clone();
                 match &given {
                     Err(why) => step.note = why.clone(),
-                    Ok(found) if found.as_str() != a.answer.trim() => step.note = format!(
+                    Ok(found) if found.as_str() != a.answer.trim() => {
+                        step.note = format!(
                         "action -2; answer field {:?}, answer taken from the reasoning: {found:?}",
                         a.answer
-                    ),
+                    )
+                    }
                     Ok(_) => {}
                 }
                 Check {
