@@ -28,6 +28,7 @@ runs=(
   "pages-longbench-style:pages-longbench-style.toml"
   "pages-quality:pages-quality.toml"
   "graphs-longbench-style:graphs-longbench-style.toml"
+  "navigation-longbench-style:navigation-longbench-style.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
