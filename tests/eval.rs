@@ -619,9 +619,14 @@ async fn another_model_answers_over_memories_built_once_and_builds_none() {
     let calls = g.calls_per_segment.unwrap();
     assert!((1.0..2.5).contains(&calls), "{calls}");
     assert!(g.prompt_tokens_per_document_token.unwrap() > 1.0);
-    assert!(r
-        .to_markdown()
-        .contains("| LLM calls/segment | prompt tok/document token |"));
+    let md = r.to_markdown();
+    assert!(md.contains("| LLM calls/segment | prompt tok/document token |"));
+    // No question was answered: the header says so, and there is no empty results table.
+    assert!(
+        md.contains("Memory builds only: no question was answered."),
+        "{md}"
+    );
+    assert!(!md.contains("## Results"), "{md}");
     assert!(!dir.path().join("results.jsonl").exists() || lines(dir.path()).is_empty());
 
     // A bigger model answers all three items over them.

@@ -649,21 +649,8 @@ impl Report {
         out
     }
 
-    pub fn to_markdown(&self) -> String {
-        let mut s = String::new();
-        let mc = self.metric == "accuracy";
-        let _ = writeln!(s, "# {}\n", self.title);
-        let _ = writeln!(
-            s,
-            "Dataset: {}. Items: {}. Model: {}.\n",
-            self.dataset, self.items, self.model
-        );
-        for n in &self.notes {
-            let _ = writeln!(s, "- {n}");
-        }
-        if !self.notes.is_empty() {
-            s.push('\n');
-        }
+    /// The main table: one row per (method, max trials).
+    fn results_table(&self, s: &mut String, mc: bool) {
         let _ = writeln!(s, "## Results (Table 1 layout)\n");
         let score_cols: &[&str] = if mc { &["accuracy"] } else { &["EM", "F1"] };
         let cols: Vec<&str> = ["method", "max trials", "questions"]
@@ -674,7 +661,7 @@ impl Report {
             .chain(&["server-cached prompt %", "wall s/q"])
             .copied()
             .collect();
-        table_header(&mut s, &cols);
+        table_header(s, &cols);
         for r in &self.methods {
             let (trials, score) = trials_and_score(r.max_trials, r.em, r.f1, mc);
             let _ = writeln!(
@@ -694,6 +681,36 @@ impl Report {
                 share_cell(r.server_cached_share),
                 r.wall_secs_per_question
             );
+        }
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::new();
+        let mc = self.metric == "accuracy";
+        let _ = writeln!(s, "# {}\n", self.title);
+        let builds_only = self.methods.is_empty() && !self.builds.is_empty();
+        if builds_only {
+            // A --build-only run: no row says which dataset or items it answered.
+            let _ = writeln!(
+                s,
+                "Memory builds only: no question was answered. Model: {}.\n",
+                self.model
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "Dataset: {}. Items: {}. Model: {}.\n",
+                self.dataset, self.items, self.model
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        if !self.notes.is_empty() {
+            s.push('\n');
+        }
+        if !builds_only {
+            self.results_table(&mut s, mc);
         }
         if self
             .methods
@@ -803,6 +820,7 @@ impl Report {
                 "The rows above answered different sets of questions (a run part-way, or methods \
                  added later); here each is scored on the same ones.\n"
             );
+            let score_cols: &[&str] = if mc { &["accuracy"] } else { &["EM", "F1"] };
             let cols: Vec<&str> = ["method", "max trials"]
                 .iter()
                 .chain(score_cols)
