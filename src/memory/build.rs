@@ -718,12 +718,7 @@ impl<'a> Builder<'a> {
             .collect();
         let mut results: Vec<(usize, Result<SegmentOut, BuildError>)> =
             stream::iter(segments.iter().zip(found))
-                .map(|(seg, found)| async {
-                    (
-                        seg.index,
-                        self.extract(seg, &summary, question, found).await,
-                    )
-                })
+                .map(|(seg, found)| async { (seg.index, self.extract(seg, &summary, found).await) })
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
@@ -867,12 +862,15 @@ impl<'a> Builder<'a> {
     }
 
     /// The joint extraction of one segment: its schema entities (`found`), and one call for
-    /// its entities, relations and (with the graph update) questions.
+    /// its entities, relations and (with the graph update) questions. The question the memory
+    /// is oriented to is not shown: with it, the 0.5B model wrote the question's entities into
+    /// segments that never name them and extracted little else (ARCHITECTURE.md, Deviations:
+    /// query orientation of the extraction); the Relation Update prompt shows it, and the memory
+    /// records it.
     async fn extract(
         &self,
         seg: &Segment,
         summary: &str,
-        question: Option<&str>,
         found: Vec<schema::SchemaEntity>,
     ) -> Result<SegmentOut, BuildError> {
         let mut out = SegmentOut {
@@ -894,10 +892,6 @@ impl<'a> Builder<'a> {
         } else {
             PromptId::ExtractNoQuestions
         };
-        // The question is not shown: with it, the 0.5B model wrote the question's entities into
-        // segments that never name them and extracted little else (ARCHITECTURE.md,
-        // Deviations: query orientation of the extraction).
-        let _ = question;
         let p = self
             .prompts
             .render(id, &[("summary", summary), ("segment", &seg.text)])?;
