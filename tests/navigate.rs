@@ -116,7 +116,7 @@ fn responder(checks: Vec<&'static str>) -> impl Fn(&ChatRequest) -> Scripted + S
                 .lock()
                 .unwrap()
                 .pop_front()
-                .unwrap_or(r#"{"reasoning": "The company's headquarters are not mentioned.", "action": -1, "answer": ""}"#)
+                .unwrap_or(r#"{"reasoning": "The company's headquarters are not mentioned.", "verdict_action": -1, "verdict_answer": ""}"#)
                 .to_string()
         } else if p.contains("Write one elaborated search query") {
             r#"{"query": "headquarters of Beta, the company Alpha founded"}"#.to_string()
@@ -166,10 +166,10 @@ async fn ask(m: &Memory, opts: Options, checks: Vec<&'static str>) -> (Trace, Ar
     (trace, llm)
 }
 
-const CANNOT: &str = r#"{"reasoning": "The text does not say which company Alpha founded or where it is.", "action": -1, "answer": ""}"#;
-const CANNOT_HQ: &str =
-    r#"{"reasoning": "The headquarters of Beta are not in the text.", "action": -1, "answer": ""}"#;
-const CAN: &str = r#"{"reasoning": "Beta is in Delta.", "action": -2, "answer": "Delta"}"#;
+const CANNOT: &str = r#"{"reasoning": "The text does not say which company Alpha founded or where it is.", "verdict_action": -1, "verdict_answer": ""}"#;
+const CANNOT_HQ: &str = r#"{"reasoning": "The headquarters of Beta are not in the text.", "verdict_action": -1, "verdict_answer": ""}"#;
+const CAN: &str =
+    r#"{"reasoning": "Beta is in Delta.", "verdict_action": -2, "verdict_answer": "Delta"}"#;
 
 #[tokio::test]
 async fn kn_follows_algorithm_1_and_stops_on_action_minus_2() {
@@ -472,7 +472,8 @@ async fn baselines_share_the_answer_prompt_and_the_window() {
     assert!(count_tokens(&p) + 256 <= window);
 }
 
-/// The paper's -2 with the prompt's own description as its answer.
+/// The paper's -2 with the prompt's own description as its answer (in the keys of the prompt's
+/// first wording, "action" and "answer", which are still read).
 const ECHO: &str = r#"{"reasoning": "Not sure.", "action": -2, "answer": "the final answer, or an empty string for -1"}"#;
 
 #[tokio::test]
@@ -611,7 +612,7 @@ async fn generic_entities_and_common_words_do_not_join_e_s_by_verbatim_match() {
 }
 
 /// -2 with the answer in the reasoning and the prompt's placeholder in the answer field.
-const IN_REASONING: &str = r#"{"reasoning": "Beta has its headquarters in Delta, so the answer is Delta.", "action": -2, "answer": "the final answer"}"#;
+const IN_REASONING: &str = r#"{"reasoning": "Beta has its headquarters in Delta, so the answer is Delta.", "verdict_action": -2, "verdict_answer": "the final answer"}"#;
 
 #[tokio::test]
 async fn a_check_with_the_answer_in_the_wrong_field_answers() {

@@ -327,12 +327,18 @@ struct EntityList {
     entities: Vec<String>,
 }
 
+/// The answerability reply. The schema's keys are serialised in sorted order and the server's
+/// grammar makes the model write them in that order, so they are named to sort as the paper
+/// reasons: the reasoning, then the action, then the answer. Named "action" and "answer" they
+/// sorted first, and the 0.5B model chose -2 before writing any reasoning (32 of 32 checks of
+/// runs/navigation-longbench-style's first attempt). The old names are still read.
 #[derive(Deserialize)]
 struct Answerability {
     #[serde(default)]
     reasoning: String,
+    #[serde(rename = "verdict_action", alias = "action")]
     action: i32,
-    #[serde(default)]
+    #[serde(default, rename = "verdict_answer", alias = "answer")]
     answer: String,
 }
 
@@ -373,10 +379,16 @@ pub(crate) fn check_answer(
     answer: &str,
     reasoning: &str,
     shown: &str,
+    question: &str,
     multiple_choice: bool,
 ) -> Result<String, String> {
     if action != -2 {
         return Err(String::new());
+    }
+    if !multiple_choice && is_yes_no(answer) && !is_polar(question) {
+        return Err(format!(
+            "action -2 with {answer:?} to a question that is not a yes/no question: counted as -1"
+        ));
     }
     if let Some(cue) = says_missing(reasoning) {
         return Err(format!(
@@ -427,6 +439,28 @@ pub(crate) fn check_answer(
     Err(format!(
         "action -2 with no answer (the answer field is empty or the prompt's placeholder: {answer:?}; none in the reasoning): counted as -1"
     ))
+}
+
+/// Whether an answer is only "yes" or "no" (the 0.5B model also writes "No/no").
+fn is_yes_no(answer: &str) -> bool {
+    let words: Vec<String> = answer
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    !words.is_empty() && words.iter().all(|w| w == "yes" || w == "no")
+}
+
+/// Whether a question asks yes or no: it opens with an auxiliary verb ("Are both ...?").
+fn is_polar(question: &str) -> bool {
+    const AUXILIARIES: [&str; 20] = [
+        "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "has", "have",
+        "had", "will", "would", "should", "shall", "may", "might", "must",
+    ];
+    question
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .is_some_and(|w| AUXILIARIES.contains(&w.to_lowercase().as_str()))
 }
 
 /// The phrase of `reasoning` that says the text lacks the information, if any.
@@ -860,9 +894,9 @@ impl<'a> Navigator<'a> {
         )?;
         let schema = json!({"type": "object", "properties": {
             "reasoning": {"type": "string", "maxLength": 600},
-            "action": {"type": "integer", "enum": [-2, -1]},
-            "answer": {"type": "string", "maxLength": 200}
-        }, "required": ["reasoning", "action", "answer"]});
+            "verdict_action": {"type": "integer", "enum": [-2, -1]},
+            "verdict_answer": {"type": "string", "maxLength": 200}
+        }, "required": ["reasoning", "verdict_action", "verdict_answer"]});
         let check = match self
             .llm
             .chat_json::<Answerability>(
@@ -882,6 +916,7 @@ impl<'a> Navigator<'a> {
                     &a.answer,
                     &a.reasoning,
                     &text,
+                    &run.question,
                     run.multiple_choice,
                 );
                 let answered = given.is_ok();
@@ -1265,8 +1300,10 @@ mod tests {
     fn a_check_answer_in_the_wrong_field_is_taken_only_from_the_text() {
         let text = "Delta is the city where Beta has its headquarters. Beta was founded in 1887.";
         let echo = "the final answer, or an empty string for -1";
-        let ok =
-            |action, answer, reasoning| check_answer(action, answer, reasoning, text, false).ok();
+        let q = "Is Beta in Delta, and where are its headquarters?";
+        let ok = |action, answer, reasoning| {
+            check_answer(action, answer, reasoning, text, q, false).ok()
+        };
         // The answer field itself.
         assert_eq!(
             ok(-2, "Delta", "Beta is in Delta.").as_deref(),
@@ -1305,25 +1342,35 @@ mod tests {
         let text = "The Thorn in the Heart (French: 'L'épine dans le coeur') is a 2009 French \
                     documentary film directed by Michel Gondry. It was given a special screening.";
         let copied = "The Thorn in the Heart (French: 'L'épine dans le coeur') is a 2009 French documentary film directed by Michel Gondry.";
+        let q = "In what city did the \"Prince of tenors\" star in a film based on an opera?";
         let why = check_answer(
             -2,
             "The Thorn in the Heart",
             "The text does not provide any information about the location of the film.",
             text,
+            q,
             false,
         )
         .unwrap_err();
         assert!(why.contains("information is missing"), "{why}");
-        let why = check_answer(-2, copied, "It is a documentary.", text, false).unwrap_err();
+        let why = check_answer(-2, copied, "It is a documentary.", text, q, false).unwrap_err();
         assert!(why.contains("a copy of the text"), "{why}");
         // A long option text is an answer to a multiple-choice question.
         assert_eq!(
-            check_answer(-2, copied, "It is a documentary.", text, true).as_deref(),
+            check_answer(-2, copied, "It is a documentary.", text, q, true).as_deref(),
             Ok(copied)
+        );
+        // "No/no" answers no "which" question, only a yes/no one.
+        let which = "Based on a True Story... is an album by which country music star?";
+        let why = check_answer(-2, "No/no", "", text, which, false).unwrap_err();
+        assert!(why.contains("not a yes/no question"), "{why}");
+        assert_eq!(
+            check_answer(-2, "No", "", text, "Are both films French?", false).as_deref(),
+            Ok("No")
         );
         // A plain -1 needs no note.
         assert_eq!(
-            check_answer(-1, "", "Missing.", text, false),
+            check_answer(-1, "", "Missing.", text, q, false),
             Err(String::new())
         );
     }
