@@ -29,6 +29,7 @@ runs=(
   "pages-quality:pages-quality.toml"
   "graphs-longbench-style:graphs-longbench-style.toml"
   "navigation-longbench-style:navigation-longbench-style.toml"
+  "extraction-decoding:extraction-decoding.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
