@@ -100,49 +100,50 @@ impl Navigator<'_> {
                 } else {
                     format!(", window dropped {dropped:?}")
                 };
-                if now == shown {
-                    // Nothing new is shown: the reason cannot change either. No trial spent.
+                // Nothing new shown: the reason cannot change either, so no trial is spent.
+                let idle_pick = now == shown;
+                let what = format!(
+                    "{} {name} -> new segments {new_segments:?}{window_note}",
+                    pick.how
+                );
+                let (kind, note) = if idle_pick {
                     idle += 1;
-                    run.push(Step {
-                        kind: "expand_idle".into(),
-                        entities: self.names(&entities),
-                        candidates: pick.candidates,
-                        chosen: vec![pick.chosen],
-                        s_add: sorted(&s_add),
-                        note: format!(
-                            "{} {name} -> new segments {new_segments:?}{window_note}; nothing new shown, no trial spent",
-                            pick.how
-                        ),
-                        ..Step::default()
-                    });
-                    if idle >= MAX_IDLE_PICKS {
-                        run.push(Step {
-                            kind: "expand".into(),
-                            entities: self.names(&entities),
-                            note: format!(
-                                "no adjacent entities left that change the shown segments ({idle} tried)"
-                            ),
-                            ..Step::default()
-                        });
-                        break 'trials;
-                    }
-                    continue;
-                }
-                trials += 1;
+                    (
+                        "expand_idle",
+                        format!("{what}; nothing new shown, no trial spent"),
+                    )
+                } else {
+                    trials += 1;
+                    ("expand", format!("trial {trials}: {what}"))
+                };
                 run.push(Step {
-                    kind: "expand".into(),
+                    kind: kind.into(),
                     entities: self.names(&entities),
                     candidates: pick.candidates,
                     chosen: vec![pick.chosen],
                     s_add: sorted(&s_add),
-                    reason,
-                    note: format!(
-                        "trial {trials}: {} {name} -> new segments {new_segments:?}{window_note}",
-                        pick.how
-                    ),
+                    reason: if idle_pick {
+                        String::new()
+                    } else {
+                        reason.clone()
+                    },
+                    note,
                     ..Step::default()
                 });
-                break;
+                if !idle_pick {
+                    break;
+                }
+                if idle >= MAX_IDLE_PICKS {
+                    run.push(Step {
+                        kind: "expand".into(),
+                        entities: self.names(&entities),
+                        note: format!(
+                            "no adjacent entities left that change the shown segments ({idle} tried)"
+                        ),
+                        ..Step::default()
+                    });
+                    break 'trials;
+                }
             }
         }
         // Trials exhausted (or nothing left to expand): answer from the final S_mix.
