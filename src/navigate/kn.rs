@@ -228,14 +228,7 @@ impl Navigator<'_> {
         s_imp: &[usize],
         s_add: &mut BTreeMap<usize, f32>,
     ) -> Result<Vec<usize>, NavigateError> {
-        let (_, shown) = self.window().fit(
-            self.prompts,
-            PromptId::Answerability,
-            &run.question,
-            self.memory,
-            s_imp,
-            &sorted(s_add),
-        )?;
+        let shown = self.shown(run, s_imp, &sorted(s_add))?;
         let dropped: Vec<usize> = s_add
             .keys()
             .copied()
