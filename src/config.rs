@@ -514,14 +514,8 @@ impl Config {
                 ),
             ));
         }
-        if !["document", "relevance"].contains(&self.navigate.answer_order.as_str()) {
-            return Err(bad(
-                "navigate.answer_order",
-                format!(
-                    "'{}' is not one of document, relevance",
-                    self.navigate.answer_order
-                ),
-            ));
+        if let Err(why) = self.navigate.answer_order.parse::<crate::navigate::Order>() {
+            return Err(bad("navigate.answer_order", why));
         }
         Ok(())
     }
@@ -707,7 +701,7 @@ mod tests {
             (
                 "[navigate]\nanswer_order = \"random\"\n",
                 "navigate.answer_order",
-                "'random' is not one of document, relevance",
+                "unknown segment order 'random' (document or relevance)",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

@@ -101,7 +101,7 @@ impl Navigator<'_> {
             let linked = self.link(&proposed, "")?;
             let before = segments.len();
             entities.extend(linked);
-            let after = s_imp.len() + self.added_segments(run, start, &entities, s_imp)?.len();
+            let after = s_imp.len() + self.new_segments(start, &entities, s_imp).len();
             run.push(Step {
                 kind: "te_update".into(),
                 entities: self.names(&entities),
@@ -129,12 +129,22 @@ impl Navigator<'_> {
         entities: &BTreeSet<NodeIndex>,
         s_imp: &[usize],
     ) -> Result<Vec<(usize, f32)>, NavigateError> {
+        let segments = self.new_segments(start, entities, s_imp);
+        self.rank_segments(&run.question, &segments, entities)
+    }
+
+    /// The segments of the entities the trials added to E_s, less S_imp's (unranked: counting
+    /// them needs no ranking).
+    fn new_segments(
+        &self,
+        start: &BTreeSet<NodeIndex>,
+        entities: &BTreeSet<NodeIndex>,
+        s_imp: &[usize],
+    ) -> BTreeSet<usize> {
         let new: BTreeSet<NodeIndex> = entities.difference(start).copied().collect();
-        let segments: BTreeSet<usize> = self
-            .segments_of(&new)
+        self.segments_of(&new)
             .into_iter()
             .filter(|s| !s_imp.contains(s))
-            .collect();
-        self.rank_segments(&run.question, &segments, entities)
+            .collect()
     }
 }
