@@ -158,7 +158,10 @@ fn report(dir: &Path) -> Report {
         &results,
         &builds,
         &backfill,
-        &order,
+        qrmem::eval::report::Layout {
+            method_order: &order,
+            reference: "bm25-top3",
+        },
         vec![],
     );
     // Wall times differ between runs; everything else must not.

@@ -25,7 +25,12 @@ use crate::methods::MethodSpec;
 use crate::navigate::Window;
 use crate::prompts::Prompts;
 
-/// An experiment file: title, dataset, data, methods, limit, seed, words, trials, notes.
+/// The paired table's reference row when the experiment names none: the strongest cheap
+/// baseline of the QRMeM paper's Table 1.
+pub const DEFAULT_REFERENCE: &str = "bm25-top3";
+
+/// An experiment file: title, dataset, data, methods, limit, seed, words, trials, reference,
+/// notes.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
@@ -39,6 +44,9 @@ pub struct Experiment {
     pub seed: Option<u64>,
     pub words: Option<usize>,
     pub trials: Option<String>,
+    /// The row the report's paired table compares every other row with (`METHOD` or
+    /// `METHOD@TRIALS`); bm25-top3 when not given.
+    pub reference: Option<String>,
     #[serde(default)]
     pub notes: Vec<String>,
 }
@@ -94,6 +102,8 @@ pub struct Plan {
     pub words: usize,
     /// The report's row order: the experiment file's methods, then any other this run names.
     pub method_order: Vec<String>,
+    /// The row the paired table compares with.
+    pub reference: String,
     /// The experiment file's notes.
     pub notes: Vec<String>,
 }
@@ -152,6 +162,9 @@ impl Plan {
             seed: req.seed.or(exp.seed).unwrap_or(0),
             words: req.words.or(exp.words).unwrap_or(9000),
             method_order,
+            reference: exp
+                .reference
+                .unwrap_or_else(|| DEFAULT_REFERENCE.to_string()),
             notes: exp.notes,
         })
     }
@@ -517,7 +530,10 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
         &results,
         &builds,
         &backfill,
-        &plan.method_order,
+        super::report::Layout {
+            method_order: &plan.method_order,
+            reference: &plan.reference,
+        },
         notes,
     );
     report

@@ -6,6 +6,7 @@ pub mod evidence;
 pub mod experiment;
 pub mod longbench_style;
 pub mod metrics;
+pub mod paired;
 mod plot;
 pub mod report;
 pub mod runner;

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{self, ContextSpans};
+use super::paired::{self, Interval};
 use super::runner::{BuildRecord, ResultRecord, RowCost};
 use crate::memory::GraphDiagnostics;
 use crate::methods::MemoryKind;
@@ -279,6 +280,30 @@ pub struct Report {
     pub notes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common: Option<Common>,
+    /// Every other row against the reference row, question by question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+}
+
+/// The paired comparison against a reference row (the experiment's `reference`, by default
+/// bm25-top3): per row, the difference in F1 (accuracy for multiple choice) and in fact recall
+/// on the questions both rows scored, with 95% paired bootstrap intervals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    pub reference: String,
+    pub rows: Vec<PairedRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairedRow {
+    pub method: String,
+    pub max_trials: Option<usize>,
+    /// Points of F1 (or accuracy), method minus reference.
+    pub score: Interval,
+    /// Points of answer-context fact recall, method minus reference, on the questions both
+    /// rows have spans and gold evidence for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_recall: Option<Interval>,
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -371,16 +396,29 @@ fn share_cell(share: f64) -> String {
     }
 }
 
-/// Builds the report. `method_order` fixes the row order (methods not in it follow by name).
+/// How the report lays out its rows.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout<'a> {
+    /// The row order (methods not in it follow by name).
+    pub method_order: &'a [String],
+    /// The row the paired table compares every other row with: `METHOD` or `METHOD@TRIALS`.
+    pub reference: &'a str,
+}
+
+/// Builds the report.
 pub fn build(
     title: &str,
     model: &str,
     results: &[ResultRecord],
     builds: &[BuildRecord],
     backfill: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
-    method_order: &[String],
+    layout: Layout<'_>,
     notes: Vec<String>,
 ) -> Report {
+    let Layout {
+        method_order,
+        reference,
+    } = layout;
     // The last record of a key wins (there is one per key unless a file was edited).
     let latest = super::runner::latest(results);
     // Each row's spans: its own, else the backfill's; a failed row showed the answerer nothing.
@@ -411,6 +449,7 @@ pub fn build(
             .push(r);
     }
     let common = common_rows(&rows, &spans);
+    let paired = paired_rows(&rows, &spans, reference);
     let methods = rows
         .into_iter()
         .map(|((_, method, max_trials), rs)| {
@@ -502,7 +541,62 @@ pub fn build(
         graphs,
         notes,
         common,
+        paired,
     }
+}
+
+/// Every row against the reference row (`METHOD` or `METHOD@TRIALS`), paired by question;
+/// None when the reference has no row or no other row exists.
+fn paired_rows(
+    rows: &BTreeMap<RowKey, Vec<&ResultRecord>>,
+    spans: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
+    reference: &str,
+) -> Option<Paired> {
+    let (ref_method, ref_trials) = match reference.split_once('@') {
+        Some((m, t)) => (m, Some(t.parse::<usize>().ok()?)),
+        None => (reference, None),
+    };
+    let (_, reference_rows) = rows
+        .iter()
+        .find(|((_, m, t), _)| m == ref_method && *t == ref_trials)?;
+    let by_item: BTreeMap<&str, &ResultRecord> = reference_rows
+        .iter()
+        .map(|r| (r.item.as_str(), *r))
+        .collect();
+    let recall = |r: &ResultRecord| {
+        spans
+            .get(&r.key())
+            .and_then(ContextSpans::answer_recall)
+            .map(|(hits, facts)| 100.0 * hits as f64 / facts as f64)
+    };
+    let out: Vec<PairedRow> = rows
+        .iter()
+        .filter(|((_, m, t), _)| !(m == ref_method && *t == ref_trials))
+        .filter_map(|((_, method, max_trials), rs)| {
+            let both: Vec<(&ResultRecord, &ResultRecord)> = rs
+                .iter()
+                .filter_map(|r| by_item.get(r.item.as_str()).map(|b| (*r, *b)))
+                .collect();
+            let score: Vec<(f64, f64)> = both
+                .iter()
+                .map(|(r, b)| (100.0 * r.f1, 100.0 * b.f1))
+                .collect();
+            let facts: Vec<(f64, f64)> = both
+                .iter()
+                .filter_map(|(r, b)| Some((recall(r)?, recall(b)?)))
+                .collect();
+            Some(PairedRow {
+                method: method.clone(),
+                max_trials: *max_trials,
+                score: paired::interval(&score)?,
+                fact_recall: paired::interval(&facts),
+            })
+        })
+        .collect();
+    (!out.is_empty()).then(|| Paired {
+        reference: reference.to_string(),
+        rows: out,
+    })
 }
 
 /// The graph table: per graph kind, the mean diagnostics of the builds that recorded them.
@@ -684,6 +778,57 @@ impl Report {
         }
     }
 
+    /// The paired table: each row minus the reference, with its interval.
+    fn paired_table(&self, s: &mut String, p: &Paired) {
+        let _ = writeln!(s, "\n## Paired against {}\n", p.reference);
+        let _ = writeln!(
+            s,
+            "Each row minus {} on the questions both answered, in points: the mean difference and \
+             its 95% paired bootstrap interval ({} resamples of the questions, seed {}), and the \
+             questions the row scored higher, the same, lower. An interval that holds 0 is no \
+             difference at this sample size. Fact recall: of the answer context, on the questions \
+             both rows have spans for.\n",
+            p.reference,
+            paired::RESAMPLES,
+            paired::SEED
+        );
+        let metric = self.metric.as_str();
+        let score_col = format!("{metric} difference [95% interval]");
+        let wins_col = format!("{metric} higher / same / lower");
+        table_header(
+            s,
+            &[
+                "method",
+                "max trials",
+                "questions",
+                &score_col,
+                &wins_col,
+                "fact recall difference [95% interval]",
+                "fact recall higher / same / lower",
+            ],
+        );
+        let iv = |i: &Interval| format!("{:+.1} [{:+.1}, {:+.1}]", i.mean, i.low, i.high);
+        let wins = |i: &Interval| format!("{} / {} / {}", i.wins, i.ties, i.losses);
+        for r in &p.rows {
+            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+            let (facts, fact_wins) = r
+                .fact_recall
+                .as_ref()
+                .map_or(("n/a".to_string(), "n/a".to_string()), |f| (iv(f), wins(f)));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                r.method,
+                trials,
+                r.score.n,
+                iv(&r.score),
+                wins(&r.score),
+                facts,
+                fact_wins
+            );
+        }
+    }
+
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let mc = self.metric == "accuracy";
@@ -847,6 +992,9 @@ impl Report {
                 );
             }
         }
+        if let Some(p) = &self.paired {
+            self.paired_table(&mut s, p);
+        }
         if !self.builds.is_empty() {
             let _ = writeln!(s, "\n## Memory builds (per document)\n");
             table_header(
@@ -1004,6 +1152,7 @@ mod tests {
     use super::*;
     use crate::eval::RowCost;
     use crate::methods::MemoryKind;
+    use crate::text::span::Span;
 
     fn rec(document: &str, requests: u64, prompt: u64, cached: u64, wall: f64) -> BuildRecord {
         BuildRecord {
@@ -1073,7 +1222,18 @@ mod tests {
             answer("q3", "b", 0.0, 30),
         ];
         let order = ["a".to_string(), "b".to_string()];
-        let r = build("t", "m", &results, &[], &BTreeMap::new(), &order, vec![]);
+        let r = build(
+            "t",
+            "m",
+            &results,
+            &[],
+            &BTreeMap::new(),
+            Layout {
+                method_order: &order,
+                reference: "bm25-top3",
+            },
+            vec![],
+        );
         assert_eq!(r.methods[0].questions, 3);
         assert!((r.methods[0].f1 - 50.0).abs() < 1e-9);
         // 90 of a's 900 sent prompt tokens came from the server's cache; b's server said none.
@@ -1115,13 +1275,90 @@ mod tests {
             &results[1..],
             &[],
             &BTreeMap::new(),
-            &order,
+            Layout {
+                method_order: &order,
+                reference: "bm25-top3",
+            },
             vec![],
         );
         assert_eq!(same.common, None);
         assert!(!same.to_markdown().contains("## On the"));
         let json = serde_json::to_value(&same).unwrap();
         assert!(json.get("common").is_none(), "{json}");
+    }
+
+    #[test]
+    fn every_row_is_paired_with_the_reference_on_the_questions_both_answered() {
+        // Gold evidence: two sentences at bytes 0..10 and 20..30.
+        let spans = |shown: Vec<Span>| ContextSpans {
+            answer_spans: Some(shown),
+            read_spans: Some(vec![]),
+            answer_context_tokens: Some(5),
+            gold_spans: Some(vec![(0, 10), (20, 30)]),
+        };
+        let with = |mut r: ResultRecord, shown: Vec<Span>| {
+            r.spans = spans(shown);
+            r
+        };
+        let both = vec![(0, 30)];
+        let one = vec![(0, 10)];
+        let results = [
+            with(answer("q1", "bm25-top3", 0.5, 10), one.clone()),
+            with(answer("q2", "bm25-top3", 0.0, 10), one.clone()),
+            with(answer("q3", "bm25-top3", 1.0, 10), both.clone()),
+            with(answer("q1", "kn", 1.0, 10), both.clone()),
+            with(answer("q2", "kn", 0.5, 10), both.clone()),
+            // q4 has no reference row, so it is not paired.
+            with(answer("q3", "kn", 1.0, 10), one.clone()),
+            with(answer("q4", "kn", 0.0, 10), one),
+        ];
+        let order = ["kn".to_string(), "bm25-top3".to_string()];
+        let r = build(
+            "t",
+            "m",
+            &results,
+            &[],
+            &BTreeMap::new(),
+            Layout {
+                method_order: &order,
+                reference: "bm25-top3",
+            },
+            vec![],
+        );
+        let p = r.paired.as_ref().expect("bm25-top3 has rows");
+        assert_eq!(p.rows.len(), 1);
+        let kn = &p.rows[0];
+        assert_eq!(kn.method, "kn");
+        // F1: +50, +50, 0 on q1..q3.
+        assert_eq!(
+            (kn.score.n, kn.score.wins, kn.score.ties, kn.score.losses),
+            (3, 2, 1, 0)
+        );
+        assert!((kn.score.mean - 100.0 / 3.0).abs() < 1e-9, "{kn:?}");
+        // Fact recall: +50, +50, -50 points.
+        let f = kn.fact_recall.as_ref().expect("both rows have spans");
+        assert_eq!((f.n, f.wins, f.ties, f.losses), (3, 2, 0, 1));
+        assert!((f.mean - 50.0 / 3.0).abs() < 1e-9, "{f:?}");
+        assert!(f.low <= f.mean && f.mean <= f.high);
+        let md = r.to_markdown();
+        assert!(md.contains("## Paired against bm25-top3"), "{md}");
+        assert!(md.contains("| kn | - | 3 | +33.3 ["), "{md}");
+        // A reference without rows, or a malformed one, gives no table.
+        for missing in ["contriever-top3", "kn@x"] {
+            let r = build(
+                "t",
+                "m",
+                &results,
+                &[],
+                &BTreeMap::new(),
+                Layout {
+                    method_order: &order,
+                    reference: missing,
+                },
+                vec![],
+            );
+            assert_eq!(r.paired, None, "{missing}");
+        }
     }
 
     #[test]
@@ -1142,7 +1379,10 @@ mod tests {
             &[],
             &[first, again, failed, retried],
             &BTreeMap::new(),
-            &[],
+            Layout {
+                method_order: &[],
+                reference: "bm25-top3",
+            },
             vec![],
         );
         assert_eq!(r.builds.len(), 1);
