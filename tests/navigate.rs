@@ -594,7 +594,7 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
 }
 
 #[tokio::test]
-async fn generic_entities_and_common_words_do_not_join_e_s_by_verbatim_match() {
+async fn generic_phrases_and_common_words_do_not_join_e_s_by_verbatim_match() {
     let mut m = memory(5);
     let mut hq = entity("its headquarters", &[0, 1, 2, 3, 4]);
     hq.kind = "other".into();
@@ -603,8 +603,8 @@ async fn generic_entities_and_common_words_do_not_join_e_s_by_verbatim_match() {
     // Not generic: "its headquarters" is named in the question and joins E_s.
     let (t, _) = ask(&m, options(Method::Kn, 4096, 0), vec![]).await;
     assert_eq!(t.start_entities, vec!["Alpha", "its headquarters"]);
-    // Generic (linked to more than a fifth of the segments): it does not; nor does the lowercase
-    // one-word "company".
+    // Generic (linked to more than a fifth of the segments) and no name: it does not; nor does
+    // the lowercase one-word "company". (A generic name joins: `joins_verbatim`'s unit test.)
     m.graph[hq].generic = true;
     let (t, _) = ask(&m, options(Method::Kn, 4096, 0), vec![]).await;
     assert_eq!(t.start_entities, vec!["Alpha"]);

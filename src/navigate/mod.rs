@@ -23,7 +23,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::error::LlmError;
 use crate::llm::{JsonSchema, LedgerSnapshot, Message, Service};
 use crate::memory::merge::{english_stemmer, normalize, same_entity};
-use crate::memory::Memory;
+use crate::memory::{Entity, Memory};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::span::{self, Span};
 use crate::text::Bm25;
@@ -836,15 +836,10 @@ impl<'a> Navigator<'a> {
             }
             linked.extend(hits);
         }
-        // Mentions found verbatim in the question (see `named_in`); a generic entity (linked to
-        // more than a fifth of the segments) does not start navigation this way.
+        // Mentions found verbatim in the question (see `joins_verbatim`).
         let q_lower = question.to_lowercase();
         for n in g.node_indices() {
-            let e = &g[n];
-            if e.kind == "number" || e.kind == "time" || e.generic {
-                continue;
-            }
-            if e.mentions.iter().any(|m| named_in(question, &q_lower, m)) {
+            if joins_verbatim(&g[n], question, &q_lower) {
                 linked.insert(n);
             }
         }
@@ -1031,6 +1026,23 @@ fn is_common_word(name: &str) -> bool {
         && t.chars().any(char::is_alphabetic)
 }
 
+/// Whether entity `e` joins E_s because the question names it verbatim (`q_lower` is the
+/// question in lowercase): not a number or a date, and one of its mentions named in the question
+/// (`named_in`). A generic entity (linked to more than a fifth of the segments) joins only by a
+/// capitalised mention, a name: in these documents the question's own topics ("Giacomo
+/// Puccini", "New Hampshire") recur in a third of the segments, while a generic phrase ("its
+/// headquarters", "the film") names nothing in particular. The ranked, bounded start keeps a
+/// frequent name from flooding S_imp: its inverse segment frequency is low.
+fn joins_verbatim(e: &Entity, question: &str, q_lower: &str) -> bool {
+    if e.kind == "number" || e.kind == "time" {
+        return false;
+    }
+    e.mentions.iter().any(|m| {
+        (!e.generic || m.trim().chars().next().is_some_and(char::is_uppercase))
+            && named_in(question, q_lower, m)
+    })
+}
+
 /// Whether mention `m` is named verbatim in `question` (`q_lower` is its lowercase form): a
 /// mention of two or more words as a whole-word match in any case; a one-word mention only as
 /// written, capitalised, and not as the question's first word (which is capitalised anyway).
@@ -1212,6 +1224,7 @@ pub(crate) fn add_scored(s_add: &mut BTreeMap<usize, f32>, segment: usize, score
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::Source;
 
     fn step(kind: &str, segments: &[usize], action: Option<i32>, note: &str) -> Step {
         Step {
@@ -1388,6 +1401,32 @@ mod tests {
         );
         assert!(!named_in(q, &l, "Which"), "the question's first word");
         assert!(is_common_word("film") && !is_common_word("Film") && !is_common_word("film star"));
+    }
+
+    #[test]
+    fn a_generic_entity_joins_by_a_name_not_by_a_phrase() {
+        let q = "In what city did the \"Prince of tenors\" star in a film based on an opera by Giacomo Puccini?";
+        let l = q.to_lowercase();
+        let ent = |mention: &str, generic: bool| Entity {
+            name: mention.into(),
+            kind: "other".into(),
+            mentions: [mention.to_string()].into_iter().collect(),
+            segments: [1, 3, 4, 8].into_iter().collect(),
+            sources: [Source::Schema].into_iter().collect(),
+            generic,
+        };
+        // The second hop's composer recurs in 8 of 24 segments (generic) and is named.
+        assert!(joins_verbatim(&ent("Giacomo Puccini", true), q, &l));
+        assert!(joins_verbatim(&ent("Puccini", true), q, &l));
+        assert!(joins_verbatim(&ent("Prince of tenors", false), q, &l));
+        // A generic phrase does not join; the same phrase joins when it is not generic.
+        assert!(!joins_verbatim(&ent("a film", true), q, &l));
+        assert!(joins_verbatim(&ent("a film", false), q, &l));
+        // Numbers and dates never join this way; nor does a name the question lacks.
+        let mut year = ent("Prince", false);
+        year.kind = "time".into();
+        assert!(!joins_verbatim(&year, q, &l));
+        assert!(!joins_verbatim(&ent("Tosca", false), q, &l));
     }
 
     #[test]
