@@ -209,7 +209,8 @@ pub(crate) struct BatchArgs {
 #[derive(Args)]
 pub(crate) struct EvalArgs {
     /// An experiment file (eval/*.toml): title, dataset, data, methods, limit, seed, words,
-    /// trials, notes. Its data path is relative to the file; flags override it.
+    /// trials, reference (the row the report pairs the others with; bm25-top3), notes. Its data
+    /// path is relative to the file; flags override it.
     #[arg(long, value_name = "FILE")]
     pub(crate) experiment: Option<PathBuf>,
     /// hotpotqa (distractor json), longbench (jsonl), longbench-style (built from HotpotQA
