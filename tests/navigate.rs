@@ -270,9 +270,11 @@ async fn kn_window_keeps_the_best_scored_added_segments() {
     for s in &t.steps {
         assert!(s.segments.len() <= 2, "{:?}", s.segments);
     }
-    // Trial 1 adds Beta's segments 1 and 3 with one score; only one fits beside S_imp.
+    // Trial 1 adds Beta's segments 1 and 3 with one score; only one fits beside S_imp: segment
+    // 1, which the chosen relation ("Alpha founded the company Beta") was extracted from.
     let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
     assert_eq!(e1.s_add.len(), 1, "{:?}", e1.s_add);
+    assert_eq!(e1.s_add[0].0, 1, "{:?}", e1.s_add);
     assert!(e1.note.contains("window dropped"), "{}", e1.note);
     // S_imp (segment 0) is always kept.
     assert!(t
@@ -280,6 +282,23 @@ async fn kn_window_keeps_the_best_scored_added_segments() {
         .iter()
         .filter(|s| s.kind == "answerability")
         .all(|s| s.segments.contains(&0)));
+    // With the relation stated in segment 3 instead, segment 3 is kept, not the earlier 1: a
+    // neighbour's segments are ordered by the chosen relation, not by document order.
+    let mut m3 = memory(300);
+    let founded = m3
+        .graph
+        .edge_indices()
+        .find(|&e| m3.graph[e].description.contains("founded"))
+        .unwrap();
+    m3.graph[founded].segments = [3].into_iter().collect();
+    let (t, _) = ask(&m3, options(Method::Kn, window, 2), vec![]).await;
+    let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
+    assert_eq!(
+        e1.s_add.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        vec![3],
+        "{}",
+        e1.note
+    );
 }
 
 #[tokio::test]
@@ -563,6 +582,13 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
     assert_eq!((d.s_imp, d.s_imp_kept), (Some(5), Some(1)));
     assert_eq!(d.checks[0].segments, vec![1]);
     assert!(t.steps[0].note.contains("kept [1]"), "{}", t.steps[0].note);
+    // The note shows each signal's own order (BM25 puts segment 1 first; Alpha is in all five,
+    // so the entity weight ties them).
+    assert!(
+        t.steps[0].note.contains("by BM25 [1,") && t.steps[0].note.contains("by entity weight ["),
+        "{}",
+        t.steps[0].note
+    );
     // The one trial follows "Alpha founded the company Beta" and adds Beta's segment 3, which
     // the answer prompt shows: the headquarters are in Delta.
     assert_eq!(t.steps.last().unwrap().kind, "answer");

@@ -11,6 +11,10 @@ use crate::prompts::PromptId;
 /// A neighbour whose segments are all shown already, or lose to the window, spends no trial.
 pub(crate) const MAX_IDLE_PICKS: usize = 12;
 
+/// The margin within which a picked neighbour's segments are ordered among themselves: far below
+/// the differences between edge scores that decide between neighbours.
+const EDGE_TIE: f32 = 1e-3;
+
 impl Navigator<'_> {
     /// Algorithm 1 from the start entities `start` and the ranked, cut start set `s_imp`.
     pub(crate) async fn kn(
@@ -205,18 +209,39 @@ impl Navigator<'_> {
             text: self.memory.edge_text(e).unwrap_or_default(),
             score: s,
         };
-        Ok(scored.first().and_then(|&(best, score)| {
-            other_end.get(&best).map(|&node| Pick {
-                node,
-                segments: self.memory.graph[node]
-                    .segments
-                    .iter()
-                    .map(|&s| (s, score))
-                    .collect(),
-                chosen: text(best, score),
-                candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
-                how: "added",
+        let Some((&(best, score), &node)) = scored
+            .first()
+            .and_then(|b| other_end.get(&b.0).map(|n| (b, n)))
+        else {
+            return Ok(None);
+        };
+        // Every segment of the neighbour comes with the edge's score (lines 13-14); among them,
+        // those the chosen relation was extracted from come first, then the rest by their own
+        // similarity to the query, by a margin below EDGE_TIE, so the window keeps the
+        // neighbour's best segments rather than its first ones.
+        let own = crate::embed::score_segments(self.embedder, self.memory, query)?;
+        let similarity: BTreeMap<usize, f32> = own.into_iter().collect();
+        let stated = self
+            .memory
+            .graph
+            .edge_weight(best)
+            .map(|r| r.segments.clone())
+            .unwrap_or_default();
+        let segments = self.memory.graph[node]
+            .segments
+            .iter()
+            .map(|&s| {
+                let sim = similarity.get(&s).copied().unwrap_or(0.0).clamp(-1.0, 1.0);
+                let first = if stated.contains(&s) { 0.5 } else { 0.0 };
+                (s, score + EDGE_TIE * (first + 0.25 * (1.0 + sim)))
             })
+            .collect();
+        Ok(Some(Pick {
+            node,
+            segments,
+            chosen: text(best, score),
+            candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
+            how: "added",
         }))
     }
 
