@@ -244,6 +244,9 @@ pub struct NavigateConfig {
     /// The order of the segments in the final answer prompt: `document` (the paper) or
     /// `relevance` (the start set by rank, then the added segments by score).
     pub answer_order: String,
+    /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
+    /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
+    pub final_context: String,
 }
 
 impl Default for NavigateConfig {
@@ -259,6 +262,7 @@ impl Default for NavigateConfig {
             navigation: true,
             start_share: 0.5,
             answer_order: "document".to_string(),
+            final_context: "ranked".to_string(),
         }
     }
 }
@@ -517,6 +521,13 @@ impl Config {
         if let Err(why) = self.navigate.answer_order.parse::<crate::navigate::Order>() {
             return Err(bad("navigate.answer_order", why));
         }
+        if let Err(why) = self
+            .navigate
+            .final_context
+            .parse::<crate::navigate::FinalContext>()
+        {
+            return Err(bad("navigate.final_context", why));
+        }
         Ok(())
     }
 
@@ -702,6 +713,11 @@ mod tests {
                 "[navigate]\nanswer_order = \"random\"\n",
                 "navigate.answer_order",
                 "unknown segment order 'random' (document or relevance)",
+            ),
+            (
+                "[navigate]\nfinal_context = \"all\"\n",
+                "navigate.final_context",
+                "unknown final context 'all' (ranked or s-mix)",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

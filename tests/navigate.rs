@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use petgraph::stable_graph::StableDiGraph;
 use qrmem::llm::{ChatRequest, LedgerSnapshot, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
-use qrmem::navigate::{Method, Navigator, Options, Order, Trace};
+use qrmem::navigate::{FinalContext, Method, Navigator, Options, Order, Trace};
 use qrmem::prompts::Prompts;
 use qrmem::text::{count_tokens, Segment};
 
@@ -143,6 +143,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         navigation: true,
         start_share: 0.5,
         answer_order: Order::Document,
+        final_context: FinalContext::default(),
     }
 }
 
@@ -575,7 +576,9 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
     let alpha = m.find_entity("Alpha").unwrap();
     m.graph[alpha].segments = (0..5).collect();
     let window = window_for(&m, 3, 10);
-    let (t, llm) = ask(&m, options(Method::Kn, window, 1), vec![]).await;
+    let mut paper = options(Method::Kn, window, 1);
+    paper.final_context = FinalContext::SMix;
+    let (t, llm) = ask(&m, paper.clone(), vec![]).await;
     let d = t.diagnostics();
     // Ranked for the question ("the company that Alpha founded" is segment 1), and cut to half
     // of the window's room: one segment, not the first five in document order.
@@ -590,7 +593,7 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
         t.steps[0].note
     );
     // The one trial follows "Alpha founded the company Beta" and adds Beta's segment 3, which
-    // the answer prompt shows: the headquarters are in Delta.
+    // the answer prompt (the last S_mix) shows: the headquarters are in Delta.
     assert_eq!(t.steps.last().unwrap().kind, "answer");
     assert_eq!(t.final_segments, vec![1, 3]);
     let answer_prompt = prompt_of(llm.received().last().unwrap());
@@ -600,7 +603,7 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
 
     // The relevance order puts S_imp's best segment first in the answer prompt; the default
     // (the paper's document order) does not change which segments are shown.
-    let mut o = options(Method::Kn, window, 1);
+    let mut o = paper;
     o.answer_order = Order::Relevance;
     let m2 = {
         let mut m2 = m.clone();
@@ -617,6 +620,40 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
         p.find("Alpha is a person").unwrap(),
     );
     assert!(at_company < at_person, "S_imp's segment 1 first");
+}
+
+#[tokio::test]
+async fn the_ranked_final_context_shows_a_segment_the_window_dropped_during_navigation() {
+    // The window holds two segments beside the prompt. Trial 1 brings Beta's segments 1 and 3;
+    // only segment 1 fits beside S_imp (segment 0), so 3, the headquarters, is dropped.
+    let m = memory(300);
+    let window = window_for(&m, 2, 20);
+    let mut paper = options(Method::Kn, window, 1);
+    paper.final_context = FinalContext::SMix;
+    let (t, llm) = ask(&m, paper, vec![]).await;
+    let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
+    assert!(e1.note.contains("window dropped [3]"), "{}", e1.note);
+    // The paper's last S_mix never shows it.
+    assert_eq!(t.final_segments, vec![0, 1]);
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(!p.contains("Beta has its headquarters"));
+    // The ranked final context (the default) weighs every segment met for the question: the
+    // company Alpha founded (1) and its headquarters (3), not Alpha's own segment 0.
+    let (t, llm) = ask(&m, options(Method::Kn, window, 1), vec![]).await;
+    assert_eq!(t.final_segments, vec![1, 3]);
+    let answer = t.steps.last().unwrap();
+    assert!(answer.note.contains("best of S_imp"), "{}", answer.note);
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(p.contains("Delta is the city where Beta has its headquarters"));
+    // The checks were the same: only the answer prompt differs.
+    assert_eq!(
+        t.steps
+            .iter()
+            .filter(|s| s.kind == "answerability")
+            .map(|s| s.segments.clone())
+            .collect::<Vec<_>>(),
+        vec![vec![0], vec![0, 1]]
+    );
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{Method as NavMethod, Navigator, Options, Order, Trace};
+use crate::navigate::{FinalContext, Method as NavMethod, Navigator, Options, Order, Trace};
 
 /// A navigator over a QRMeM memory of `memory` kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,10 +20,12 @@ pub struct Navigate {
     pub memory: MemoryKind,
     /// The answer prompt shows its segments by relevance (true) or as configured (false).
     pub relevance_order: bool,
+    /// KN answers, when its trials are spent, from the last S_mix (true) or as configured.
+    pub final_s_mix: bool,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, no-graph-update, no-open-entity",
     parse,
 };
 
@@ -33,6 +35,12 @@ fn parse(name: &str) -> Option<MethodSpec> {
         Some(base) => (base, true),
         None => (name, false),
     };
+    // "kn-final-s-mix": KN answers from the last S_mix when its trials are spent.
+    let (name, final_s_mix) = match name.strip_suffix("-final-s-mix") {
+        Some("kn") => ("kn", true),
+        Some(_) => return None,
+        None => (name, false),
+    };
     let nav = |method, reflection, navigation, memory| {
         Some(MethodSpec::new(Navigate {
             method,
@@ -40,6 +48,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
             navigation,
             memory,
             relevance_order,
+            final_s_mix,
         }))
     };
     match name {
@@ -73,6 +82,11 @@ impl Method for Navigate {
             (_, _, false) => format!("{}-no-navigation", self.method),
             _ => self.method.to_string(),
         };
+        let base = if self.final_s_mix {
+            format!("{base}-final-s-mix")
+        } else {
+            base
+        };
         if self.relevance_order {
             format!("{base}-relevance-order")
         } else {
@@ -105,6 +119,9 @@ impl Method for Navigate {
         opts.navigation = self.navigation;
         if self.relevance_order {
             opts.answer_order = Order::Relevance;
+        }
+        if self.final_s_mix {
+            opts.final_context = FinalContext::SMix;
         }
         Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
             .ask(question, options)

@@ -570,6 +570,9 @@ mod tests {
             "kn-no-reflection",
             "kn-no-navigation",
             "ges-no-reflection",
+            "kn-relevance-order",
+            "kn-final-s-mix",
+            "kn-final-s-mix-relevance-order",
             "no-graph-update",
             "no-open-entity",
             "bm25-top3",
@@ -586,7 +589,13 @@ mod tests {
             let spec: MethodSpec = name.parse().unwrap();
             assert_eq!(spec.to_string(), name);
         }
-        for bad in ["raptor", "kn-no-memory", "bm25-top0", "vanilla-middle2"] {
+        for bad in [
+            "raptor",
+            "kn-no-memory",
+            "bm25-top0",
+            "vanilla-middle2",
+            "ges-final-s-mix",
+        ] {
             let err = bad.parse::<MethodSpec>().unwrap_err();
             assert!(err.contains(&format!("unknown method '{bad}'")), "{err}");
             assert!(

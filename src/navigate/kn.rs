@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 
-use super::{add_scored, Check, NavigateError, Navigator, Run, ScoredEdge, Step};
+use super::{add_scored, Check, FinalContext, NavigateError, Navigator, Run, ScoredEdge, Step};
 use crate::prompts::PromptId;
 
 /// Neighbours taken in one question that changed nothing shown, at most: then navigation stops.
@@ -29,6 +29,8 @@ impl Navigator<'_> {
         let mut trials = 0usize;
         let mut idle = 0usize;
         let mut last: Option<(Vec<usize>, Check)> = None;
+        // Every segment an expansion brought, shown or dropped by the window.
+        let mut found: BTreeSet<usize> = BTreeSet::new();
         'trials: loop {
             // 2/16: S_mix <- S_imp u S_add; 4: can the LLM answer Q with S_mix? When the
             // segments shown are those of the previous check, its verdict stands (the same prompt
@@ -88,6 +90,7 @@ impl Navigator<'_> {
                 };
                 // 12: E <- E u {e}; 13-14: S_add <- S_add u (S_new \ S_mix), with the score.
                 entities.insert(pick.node);
+                found.extend(pick.segments.iter().map(|&(s, _)| s));
                 let mut new_segments = Vec::new();
                 for &(s, score) in &pick.segments {
                     if !s_mix.contains(&s) {
@@ -150,10 +153,28 @@ impl Navigator<'_> {
                 }
             }
         }
-        // Trials exhausted (or nothing left to expand): answer from the final S_mix.
-        let add = sorted(&s_add);
-        self.final_answer(run, s_imp, &add, "answered from the final S_mix")
-            .await
+        // Trials exhausted (or nothing left to expand).
+        match self.opts.final_context {
+            FinalContext::SMix => {
+                let add = sorted(&s_add);
+                self.final_answer(run, s_imp, &add, "answered from the final S_mix")
+                    .await
+            }
+            FinalContext::Ranked => {
+                // The best of all of S_imp and everything the expansions brought, ranked for the
+                // question with the final E (whose added entities weigh the segments naming them).
+                let mut pool = self.segments_of(start);
+                pool.extend(s_imp);
+                pool.extend(s_add.keys());
+                pool.extend(&found);
+                let ranked = self.rank_segments(&run.question, &pool, &entities)?;
+                let note = format!(
+                    "answered from the best of S_imp and the expansions' segments ({} ranked)",
+                    ranked.len()
+                );
+                self.final_answer(run, &[], &ranked, &note).await
+            }
+        }
     }
 
     /// The segments the answerability prompt shows for S_imp and S_add.

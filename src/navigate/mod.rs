@@ -7,7 +7,7 @@ mod kn;
 mod te;
 mod window;
 
-pub use window::{Order, Window};
+pub use window::{FinalContext, Order, Window};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -108,6 +108,9 @@ pub struct Options {
     pub start_share: f32,
     /// The order of the segments in the final answer prompt.
     pub answer_order: Order,
+    /// KN: what the final answer prompt shows when the trials are spent.
+    #[serde(default)]
+    pub final_context: FinalContext,
 }
 
 impl Options {
@@ -123,6 +126,7 @@ impl Options {
             navigation: c.navigation,
             start_share: c.start_share,
             answer_order: c.answer_order.parse()?,
+            final_context: c.final_context.parse()?,
         })
     }
 }

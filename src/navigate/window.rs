@@ -33,6 +33,31 @@ impl std::str::FromStr for Order {
     }
 }
 
+/// What KN's final answer prompt shows when its trials are spent without an answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinalContext {
+    /// The best, for the question, of every segment the navigation met: all of S_imp (before
+    /// the start share's cut) and every segment an expansion brought, shown or dropped by the
+    /// window, ranked like the start set with the final entity set E.
+    #[default]
+    Ranked,
+    /// The last S_mix, as the last check saw it (the paper's loop has no trial limit, so it
+    /// never reaches this point).
+    SMix,
+}
+
+impl std::str::FromStr for FinalContext {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "ranked" => Ok(FinalContext::Ranked),
+            "s-mix" | "s_mix" => Ok(FinalContext::SMix),
+            other => Err(format!("unknown final context '{other}' (ranked or s-mix)")),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
     /// L, in cl100k tokens.
