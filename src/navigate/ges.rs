@@ -128,11 +128,14 @@ impl Navigator<'_> {
                 String::new()
             }
         };
-        // c = Q + the elaborated query retrieves the segments the answer is read from.
+        // c = Q + the elaborated query retrieves the segments the answer is read from, ranked
+        // over the whole memory as the start set is (BM25, the embedder, and the weight of the
+        // expanded E's entities each segment holds).
         let c = format!("{} {}", run.question, elaborated)
             .trim()
             .to_string();
-        let scores = crate::embed::score_segments(self.embedder, self.memory, &c)?;
+        let every: BTreeSet<usize> = (0..self.memory.segments.len()).collect();
+        let scores = self.rank_segments(&c, &every, &entities)?;
         run.push(Step {
             kind: "elaborate".into(),
             entities: self.names(&entities),
