@@ -162,17 +162,26 @@ impl Navigator<'_> {
             }
             FinalContext::Ranked => {
                 // The best of all of S_imp and everything the expansions brought, ranked for the
-                // question with the final E (whose added entities weigh the segments naming them).
+                // question as the start set is (the entity weight counts E_s, the question's
+                // own entities: the neighbours taken are often mere co-occurrences), and as much
+                // of it as a check could show, so that both final contexts have one size.
                 let mut pool = self.segments_of(start);
                 pool.extend(s_imp);
                 pool.extend(s_add.keys());
                 pool.extend(&found);
-                let ranked = self.rank_segments(&run.question, &pool, &entities)?;
+                let ranked = self.rank_segments(&run.question, &pool, start)?;
+                let fits = self.shown(run, &[], &ranked)?;
+                let best: Vec<usize> = ranked
+                    .iter()
+                    .map(|&(s, _)| s)
+                    .filter(|s| fits.contains(s))
+                    .collect();
                 let note = format!(
-                    "answered from the best of S_imp and the expansions' segments ({} ranked)",
+                    "answered from the best of S_imp and the expansions' segments ({} of {} ranked)",
+                    best.len(),
                     ranked.len()
                 );
-                self.final_answer(run, &[], &ranked, &note).await
+                self.final_answer(run, &best, &[], &note).await
             }
         }
     }
