@@ -241,6 +241,9 @@ pub struct NavigateConfig {
     /// KN and TE: the share of the window's segment room that the ranked start set S_imp may
     /// take, so that navigation has room to add segments (default 0.5).
     pub start_share: f32,
+    /// The weights with which segment ranking (S_imp, KN's final context, GES's retrieval)
+    /// fuses its signals by reciprocal rank: BM25, the embedder, the E_s entities' rarity.
+    pub rank_weights: [f64; 3],
     /// The order of the segments in the final answer prompt: `document` (the paper) or
     /// `relevance` (the start set by rank, then the added segments by score).
     pub answer_order: String,
@@ -261,6 +264,7 @@ impl Default for NavigateConfig {
             reflection: true,
             navigation: true,
             start_share: 0.5,
+            rank_weights: [2.0, 0.0, 1.0],
             answer_order: "document".to_string(),
             final_context: "ranked".to_string(),
         }
@@ -518,6 +522,15 @@ impl Config {
                 ),
             ));
         }
+        let w = self.navigate.rank_weights;
+        if w.iter().any(|x| !x.is_finite() || *x < 0.0) || w.iter().all(|x| *x == 0.0) {
+            return Err(bad(
+                "navigate.rank_weights",
+                format!(
+                    "{w:?}: the weights of BM25, the embedder and the entity rarity must be finite, at least 0, and not all 0"
+                ),
+            ));
+        }
         if let Err(why) = self.navigate.answer_order.parse::<crate::navigate::Order>() {
             return Err(bad("navigate.answer_order", why));
         }
@@ -713,6 +726,16 @@ mod tests {
                 "[navigate]\nanswer_order = \"random\"\n",
                 "navigate.answer_order",
                 "unknown segment order 'random' (document or relevance)",
+            ),
+            (
+                "[navigate]\nrank_weights = [0.0, 0.0, 0.0]\n",
+                "navigate.rank_weights",
+                "not all 0",
+            ),
+            (
+                "[navigate]\nrank_weights = [1.0, -1.0, 0.0]\n",
+                "navigate.rank_weights",
+                "at least 0",
             ),
             (
                 "[navigate]\nfinal_context = \"all\"\n",

@@ -142,6 +142,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         reflection: true,
         navigation: true,
         start_share: 0.5,
+        rank_weights: qrmem::config::NavigateConfig::default().rank_weights,
         answer_order: Order::Document,
         final_context: FinalContext::default(),
     }

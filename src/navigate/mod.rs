@@ -31,15 +31,13 @@ use crate::text::Bm25;
 /// The constant of reciprocal-rank fusion (Cormack et al. 2009).
 const RRF_K: f64 = 60.0;
 
+fn default_rank_weights() -> [f64; 3] {
+    crate::config::NavigateConfig::default().rank_weights
+}
+
 /// Each fused signal's own order of the segments, best first: BM25, the embedder, the entity
 /// weight.
 pub(crate) type SignalOrders = [Vec<usize>; 3];
-
-/// The fusion's weights of BM25, the embedder and the entity weight. BM25 counts twice: on the
-/// 30 LongBench-style questions BM25's top 3 segments held 77% of the gold supporting sentences,
-/// the embedder's (all-MiniLM-L6-v2 standing in for Contriever) 38%
-/// (`runs/hotpot-longbench-style`, bm25-top3 against contriever-top3).
-const SIGNAL_WEIGHTS: [f64; 3] = [2.0, 1.0, 1.0];
 
 #[derive(Debug, Error)]
 pub enum NavigateError {
@@ -106,6 +104,9 @@ pub struct Options {
     /// The share of the window's segment room the ranked start S_imp may take (KN, TE); the
     /// rest is for the segments navigation adds.
     pub start_share: f32,
+    /// Reciprocal-rank fusion weights of BM25, the embedder and the E_s entities' rarity.
+    #[serde(default = "default_rank_weights")]
+    pub rank_weights: [f64; 3],
     /// The order of the segments in the final answer prompt.
     pub answer_order: Order,
     /// KN: what the final answer prompt shows when the trials are spent.
@@ -125,6 +126,7 @@ impl Options {
             reflection: c.reflection,
             navigation: c.navigation,
             start_share: c.start_share,
+            rank_weights: c.rank_weights,
             answer_order: c.answer_order.parse()?,
             final_context: c.final_context.parse()?,
         })
@@ -672,10 +674,12 @@ impl<'a> Navigator<'a> {
         Window::new(self.opts.context_window, self.opts.reply_tokens)
     }
 
-    /// Ranks `segments` for `query` by reciprocal-rank fusion of three signals: BM25, the
-    /// embedder's similarity, and the weight of `entities` each segment holds (the sum of their
-    /// inverse segment frequencies, so a rare entity of the question counts more than a common
-    /// one). Best first, ties by document order; the score is the fused one.
+    /// Ranks `segments` for `query` by reciprocal-rank fusion of three signals, weighted by
+    /// `navigate.rank_weights`: BM25, the embedder's similarity, and the weight of `entities`
+    /// each segment holds (the sum of their inverse segment frequencies, so a rare entity of the
+    /// question counts more than a common one). Best first, ties by document order; the score is
+    /// the fused one. A signal of weight 0 adds nothing, but its order is still returned for the
+    /// trace.
     pub(crate) fn rank_segments(
         &self,
         query: &str,
@@ -732,8 +736,11 @@ impl<'a> Navigator<'a> {
         let mut fused: BTreeMap<usize, f64> = BTreeMap::new();
         for (list, w) in [&lexical, &dense, &by_weight]
             .into_iter()
-            .zip(SIGNAL_WEIGHTS)
+            .zip(self.opts.rank_weights)
         {
+            if w == 0.0 {
+                continue;
+            }
             // Equal scores share a rank, so a signal that cannot tell segments apart adds
             // nothing to their order.
             let mut rank = 0usize;
