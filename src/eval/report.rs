@@ -1154,6 +1154,27 @@ mod tests {
     use crate::methods::MemoryKind;
     use crate::text::span::Span;
 
+    /// The report of `results` and `builds` with no backfill and no notes.
+    fn report_of(
+        results: &[ResultRecord],
+        builds: &[BuildRecord],
+        method_order: &[String],
+        reference: &str,
+    ) -> Report {
+        build(
+            "t",
+            "m",
+            results,
+            builds,
+            &BTreeMap::new(),
+            Layout {
+                method_order,
+                reference,
+            },
+            vec![],
+        )
+    }
+
     fn rec(document: &str, requests: u64, prompt: u64, cached: u64, wall: f64) -> BuildRecord {
         BuildRecord {
             document: document.to_string(),
@@ -1222,18 +1243,7 @@ mod tests {
             answer("q3", "b", 0.0, 30),
         ];
         let order = ["a".to_string(), "b".to_string()];
-        let r = build(
-            "t",
-            "m",
-            &results,
-            &[],
-            &BTreeMap::new(),
-            Layout {
-                method_order: &order,
-                reference: "bm25-top3",
-            },
-            vec![],
-        );
+        let r = report_of(&results, &[], &order, "bm25-top3");
         assert_eq!(r.methods[0].questions, 3);
         assert!((r.methods[0].f1 - 50.0).abs() < 1e-9);
         // 90 of a's 900 sent prompt tokens came from the server's cache; b's server said none.
@@ -1269,18 +1279,7 @@ mod tests {
             "{md}"
         );
         // The same questions everywhere: no paired table, and report.json keeps its old shape.
-        let same = build(
-            "t",
-            "m",
-            &results[1..],
-            &[],
-            &BTreeMap::new(),
-            Layout {
-                method_order: &order,
-                reference: "bm25-top3",
-            },
-            vec![],
-        );
+        let same = report_of(&results[1..], &[], &order, "bm25-top3");
         assert_eq!(same.common, None);
         assert!(!same.to_markdown().contains("## On the"));
         let json = serde_json::to_value(&same).unwrap();
@@ -1313,18 +1312,7 @@ mod tests {
             with(answer("q4", "kn", 0.0, 10), one),
         ];
         let order = ["kn".to_string(), "bm25-top3".to_string()];
-        let r = build(
-            "t",
-            "m",
-            &results,
-            &[],
-            &BTreeMap::new(),
-            Layout {
-                method_order: &order,
-                reference: "bm25-top3",
-            },
-            vec![],
-        );
+        let r = report_of(&results, &[], &order, "bm25-top3");
         let p = r.paired.as_ref().expect("bm25-top3 has rows");
         assert_eq!(p.rows.len(), 1);
         let kn = &p.rows[0];
@@ -1345,18 +1333,7 @@ mod tests {
         assert!(md.contains("| kn | - | 3 | +33.3 ["), "{md}");
         // A reference without rows, or a malformed one, gives no table.
         for missing in ["contriever-top3", "kn@x"] {
-            let r = build(
-                "t",
-                "m",
-                &results,
-                &[],
-                &BTreeMap::new(),
-                Layout {
-                    method_order: &order,
-                    reference: missing,
-                },
-                vec![],
-            );
+            let r = report_of(&results, &[], &order, missing);
             assert_eq!(r.paired, None, "{missing}");
         }
     }
@@ -1373,18 +1350,7 @@ mod tests {
         let mut failed = rec("b", 3, 500, 0, 5.0);
         failed.error = Some("the LLM went away".into());
         let retried = rec("b", 10, 6000, 3000, 120.0);
-        let r = build(
-            "t",
-            "m",
-            &[],
-            &[first, again, failed, retried],
-            &BTreeMap::new(),
-            Layout {
-                method_order: &[],
-                reference: "bm25-top3",
-            },
-            vec![],
-        );
+        let r = report_of(&[], &[first, again, failed, retried], &[], "bm25-top3");
         assert_eq!(r.builds.len(), 1);
         let b = &r.builds[0];
         assert_eq!((b.documents, b.failures), (2, 0));
