@@ -165,9 +165,8 @@ impl Navigator<'_> {
                 // question as the start set is (the entity weight counts E_s, the question's
                 // own entities: the neighbours taken are often mere co-occurrences), and as much
                 // of it as a check could show, so that both final contexts have one size.
+                // S_imp and S_add lie inside these two already.
                 let mut pool = self.segments_of(start);
-                pool.extend(s_imp);
-                pool.extend(s_add.keys());
                 pool.extend(&found);
                 let ranked = self.rank_segments(&run.question, &pool, start)?;
                 let fits = self.shown(run, &[], &ranked)?;
@@ -251,18 +250,17 @@ impl Navigator<'_> {
         // neighbour's best segments rather than its first ones.
         let own = crate::embed::score_segments(self.embedder, self.memory, query)?;
         let similarity: BTreeMap<usize, f32> = own.into_iter().collect();
-        let stated = self
-            .memory
-            .graph
-            .edge_weight(best)
-            .map(|r| r.segments.clone())
-            .unwrap_or_default();
+        let stated = self.memory.graph.edge_weight(best).map(|r| &r.segments);
         let segments = self.memory.graph[node]
             .segments
             .iter()
             .map(|&s| {
                 let sim = similarity.get(&s).copied().unwrap_or(0.0).clamp(-1.0, 1.0);
-                let first = if stated.contains(&s) { 0.5 } else { 0.0 };
+                let first = if stated.is_some_and(|t| t.contains(&s)) {
+                    0.5
+                } else {
+                    0.0
+                };
                 (s, score + EDGE_TIE * (first + 0.25 * (1.0 + sim)))
             })
             .collect();
