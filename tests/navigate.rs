@@ -658,6 +658,32 @@ async fn the_ranked_final_context_shows_a_segment_the_window_dropped_during_navi
 }
 
 #[tokio::test]
+async fn the_ranked_final_context_ranks_for_the_question_and_the_entities_its_trials_reached() {
+    // The headquarters segment shares no word with the question: ranked for the question alone
+    // it loses to Alpha's own segment 0. Trial 1 reaches Beta through "Alpha founded the
+    // company Beta", so Beta's name joins the ranking query and its segments weigh: 3 is shown.
+    let mut m = memory(300);
+    for (i, t) in [
+        (0, "Alpha is a person."),
+        (3, "Delta: Beta keeps a main office in this city."),
+    ] {
+        let text = format!("{t} {}\n", "word ".repeat(300));
+        m.segments[i].tokens = count_tokens(&text);
+        m.segments[i].text = text;
+    }
+    let window = window_for(&m, 2, 20);
+    let (t, llm) = ask(&m, options(Method::Kn, window, 1), vec![]).await;
+    let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
+    assert!(e1.note.contains("trial 1: added Beta"), "{}", e1.note);
+    assert_eq!(t.final_segments, vec![1, 3]);
+    let answer = t.steps.last().unwrap();
+    assert!(answer.note.contains("path [\"Beta\"]"), "{}", answer.note);
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(p.contains("Beta keeps a main office"));
+    assert!(!p.contains("Alpha is a person"));
+}
+
+#[tokio::test]
 async fn generic_phrases_and_common_words_do_not_join_e_s_by_verbatim_match() {
     let mut m = memory(5);
     let mut hq = entity("its headquarters", &[0, 1, 2, 3, 4]);

@@ -31,6 +31,9 @@ impl Navigator<'_> {
         let mut last: Option<(Vec<usize>, Check)> = None;
         // Every segment an expansion brought, shown or dropped by the window.
         let mut found: BTreeSet<usize> = BTreeSet::new();
+        // The neighbours that trials reached through relation edges: the path from the
+        // question's entities towards the answer (co-occurrences and idle picks are not on it).
+        let mut path: BTreeSet<NodeIndex> = BTreeSet::new();
         'trials: loop {
             // 2/16: S_mix <- S_imp u S_add; 4: can the LLM answer Q with S_mix? When the
             // segments shown are those of the previous check, its verdict stands (the same prompt
@@ -121,6 +124,9 @@ impl Navigator<'_> {
                     )
                 } else {
                     trials += 1;
+                    if pick.by_relation {
+                        path.insert(pick.node);
+                    }
                     ("expand", format!("trial {trials}: {what}"))
                 };
                 run.push(Step {
@@ -161,14 +167,21 @@ impl Navigator<'_> {
                     .await
             }
             FinalContext::Ranked => {
-                // The best of all of S_imp and everything the expansions brought, ranked for the
-                // question as the start set is (the entity weight counts E_s, the question's
-                // own entities: the neighbours taken are often mere co-occurrences), and as much
-                // of it as a check could show, so that both final contexts have one size.
-                // S_imp and S_add lie inside these two already.
+                // The best of all of S_imp and everything the expansions brought, ranked as the
+                // start set is, for [Q; E_path]: the question with the names of the neighbours
+                // that trials reached through relation edges, whose segments also count in the
+                // entity weight beside E_s's (co-occurrences do not: they are mostly noise).
+                // As much of it as a check could show, so both final contexts have one size.
+                // S_imp and S_add lie inside the pool already.
                 let mut pool = self.segments_of(start);
                 pool.extend(&found);
-                let ranked = self.rank_segments(&run.question, &pool, start)?;
+                let query = if path.is_empty() {
+                    run.question.clone()
+                } else {
+                    format!("{}\n{}", run.question, self.names(&path).join("; "))
+                };
+                let weighed: BTreeSet<NodeIndex> = start.union(&path).copied().collect();
+                let ranked = self.rank_segments(&query, &pool, &weighed)?;
                 let fits = self.shown(run, &[], &ranked)?;
                 let best: Vec<usize> = ranked
                     .iter()
@@ -176,9 +189,10 @@ impl Navigator<'_> {
                     .filter(|s| fits.contains(s))
                     .collect();
                 let note = format!(
-                    "answered from the best of S_imp and the expansions' segments ({} of {} ranked)",
+                    "answered from the best of S_imp and the expansions' segments ({} of {} ranked, path {:?})",
                     best.len(),
-                    ranked.len()
+                    ranked.len(),
+                    self.names(&path)
                 );
                 self.final_answer(run, &best, &[], &note).await
             }
@@ -270,6 +284,7 @@ impl Navigator<'_> {
             chosen: text(best, score),
             candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
             how: "added",
+            by_relation: true,
         }))
     }
 
@@ -352,6 +367,7 @@ impl Navigator<'_> {
             },
             candidates: top,
             how: "no relation edges; co-occurring",
+            by_relation: false,
         }))
     }
 }
@@ -364,6 +380,8 @@ struct Pick {
     chosen: ScoredEdge,
     candidates: Vec<ScoredEdge>,
     how: &'static str,
+    /// Reached through a relation edge (not the co-occurrence fallback).
+    by_relation: bool,
 }
 
 /// S_add by descending score.
