@@ -114,7 +114,7 @@ impl Navigator<'_> {
                 let idle_pick = now == shown;
                 let what = format!(
                     "{} {name} -> new segments {new_segments:?}{window_note}",
-                    pick.how
+                    pick.via.how()
                 );
                 let (kind, note) = if idle_pick {
                     idle += 1;
@@ -124,7 +124,7 @@ impl Navigator<'_> {
                     )
                 } else {
                     trials += 1;
-                    if pick.by_relation {
+                    if pick.via == Via::Relation {
                         path.insert(pick.node);
                     }
                     ("expand", format!("trial {trials}: {what}"))
@@ -175,10 +175,11 @@ impl Navigator<'_> {
                 // S_imp and S_add lie inside the pool already.
                 let mut pool = self.segments_of(start);
                 pool.extend(&found);
-                let query = if path.is_empty() {
+                let path_names = self.names(&path);
+                let query = if path_names.is_empty() {
                     run.question.clone()
                 } else {
-                    format!("{}\n{}", run.question, self.names(&path).join("; "))
+                    format!("{}\n{}", run.question, path_names.join("; "))
                 };
                 let weighed: BTreeSet<NodeIndex> = start.union(&path).copied().collect();
                 let ranked = self.rank_segments(&query, &pool, &weighed)?;
@@ -192,7 +193,7 @@ impl Navigator<'_> {
                     "answered from the best of S_imp and the expansions' segments ({} of {} ranked, path {:?})",
                     best.len(),
                     ranked.len(),
-                    self.names(&path)
+                    path_names
                 );
                 self.final_answer(run, &best, &[], &note).await
             }
@@ -283,8 +284,7 @@ impl Navigator<'_> {
             segments,
             chosen: text(best, score),
             candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
-            how: "added",
-            by_relation: true,
+            via: Via::Relation,
         }))
     }
 
@@ -366,8 +366,7 @@ impl Navigator<'_> {
                 score,
             },
             candidates: top,
-            how: "no relation edges; co-occurring",
-            by_relation: false,
+            via: Via::CoOccurrence,
         }))
     }
 }
@@ -379,9 +378,27 @@ struct Pick {
     segments: Vec<(usize, f32)>,
     chosen: ScoredEdge,
     candidates: Vec<ScoredEdge>,
-    how: &'static str,
-    /// Reached through a relation edge (not the co-occurrence fallback).
-    by_relation: bool,
+    via: Via,
+}
+
+/// How a neighbour was reached: only relation edges put it on the path the final context
+/// ranks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// A relation edge leaving E (lines 8-11).
+    Relation,
+    /// The co-occurrence fallback, when no relation edge leaves E.
+    CoOccurrence,
+}
+
+impl Via {
+    /// The trace's wording.
+    fn how(self) -> &'static str {
+        match self {
+            Via::Relation => "added",
+            Via::CoOccurrence => "no relation edges; co-occurring",
+        }
+    }
 }
 
 /// S_add by descending score.
