@@ -250,6 +250,10 @@ pub struct NavigateConfig {
     /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
     /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
     pub final_context: String,
+    /// The final answer prompt shows at most this many segments, the best first (0: as many as
+    /// the window holds). The small models answer worse from more text (bm25-top5 against
+    /// bm25-top3), so a method can be compared at a baseline's size.
+    pub answer_segments: usize,
 }
 
 impl Default for NavigateConfig {
@@ -267,6 +271,7 @@ impl Default for NavigateConfig {
             rank_weights: [2.0, 0.0, 1.0],
             answer_order: "document".to_string(),
             final_context: "ranked".to_string(),
+            answer_segments: 0,
         }
     }
 }

@@ -145,6 +145,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         rank_weights: qrmem::config::NavigateConfig::default().rank_weights,
         answer_order: Order::Document,
         final_context: FinalContext::default(),
+        answer_segments: 0,
     }
 }
 
@@ -681,6 +682,16 @@ async fn the_ranked_final_context_ranks_for_the_question_and_the_entities_its_tr
     let p = prompt_of(llm.received().last().unwrap());
     assert!(p.contains("Beta keeps a main office"));
     assert!(!p.contains("Alpha is a person"));
+    // With the answer capped at one segment, the prompt shows the best-ranked one alone:
+    // segment 1, which names both Alpha and Beta.
+    let mut capped = options(Method::Kn, window, 1);
+    capped.answer_segments = 1;
+    let (t, llm) = ask(&m, capped, vec![]).await;
+    assert_eq!(t.final_segments, vec![1]);
+    let answer = t.steps.last().unwrap();
+    assert!(answer.note.contains("(1 of "), "{}", answer.note);
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(!p.contains("Beta keeps a main office"));
 }
 
 #[tokio::test]

@@ -22,10 +22,13 @@ pub struct Navigate {
     pub relevance_order: bool,
     /// KN answers, when its trials are spent, from the last S_mix (true) or as configured.
     pub final_s_mix: bool,
+    /// The final answer prompt shows at most this many segments, the best first (0: as
+    /// configured).
+    pub answer_segments: usize,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, no-graph-update, no-open-entity",
     parse,
 };
 
@@ -34,6 +37,14 @@ fn parse(name: &str) -> Option<MethodSpec> {
     let (name, relevance_order) = match name.strip_suffix("-relevance-order") {
         Some(base) => (base, true),
         None => (name, false),
+    };
+    // Any navigator with "-answer-top<N>": its final answer prompt shows at most N segments.
+    let (name, answer_segments) = match name.rsplit_once("-answer-top") {
+        Some((base, n)) => match n.parse::<usize>() {
+            Ok(k) if k > 0 && k.to_string() == n => (base, k),
+            _ => return None,
+        },
+        None => (name, 0),
     };
     // "kn-final-s-mix": KN answers from the last S_mix when its trials are spent.
     let (name, final_s_mix) = match name.strip_suffix("-final-s-mix") {
@@ -49,6 +60,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
             memory,
             relevance_order,
             final_s_mix,
+            answer_segments,
         }))
     };
     match name {
@@ -87,6 +99,11 @@ impl Method for Navigate {
         } else {
             base
         };
+        let base = if self.answer_segments > 0 {
+            format!("{base}-answer-top{}", self.answer_segments)
+        } else {
+            base
+        };
         if self.relevance_order {
             format!("{base}-relevance-order")
         } else {
@@ -122,6 +139,9 @@ impl Method for Navigate {
         }
         if self.final_s_mix {
             opts.final_context = FinalContext::SMix;
+        }
+        if self.answer_segments > 0 {
+            opts.answer_segments = self.answer_segments;
         }
         Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
             .ask(question, options)

@@ -573,6 +573,9 @@ mod tests {
             "kn-relevance-order",
             "kn-final-s-mix",
             "kn-final-s-mix-relevance-order",
+            "kn-answer-top3",
+            "ges-answer-top5",
+            "kn-final-s-mix-answer-top3-relevance-order",
             "no-graph-update",
             "no-open-entity",
             "bm25-top3",
@@ -595,6 +598,9 @@ mod tests {
             "bm25-top0",
             "vanilla-middle2",
             "ges-final-s-mix",
+            "kn-answer-top0",
+            "kn-answer-top03",
+            "kn-answer-top",
         ] {
             let err = bad.parse::<MethodSpec>().unwrap_err();
             assert!(err.contains(&format!("unknown method '{bad}'")), "{err}");
