@@ -10,6 +10,6 @@ dst=${1:-eval/runs/hotpot-longbench-style}
 [ -d "$dst/memories" ] || { echo "sync-graphs: $dst/memories is not a directory" >&2; exit 1; }
 cp -n "$src"/memories/*-graph-*.qrm.gz "$dst/memories/"
 tmp=$(mktemp)
-{ grep -v '"kind":"graph"' "$dst/builds.jsonl" || true; cat "$src/builds.jsonl"; } > "$tmp"
+{ [ ! -f "$dst/builds.jsonl" ] || grep -v '"kind":"graph"' "$dst/builds.jsonl" || true; cat "$src/builds.jsonl"; } > "$tmp"
 mv "$tmp" "$dst/builds.jsonl"
 echo "sync-graphs: $(ls "$dst"/memories/*-graph-*.qrm.gz | wc -l) graphs in $dst/memories, $(grep -c '"kind":"graph"' "$dst/builds.jsonl") graph build rows"
