@@ -689,7 +689,8 @@ async fn the_ranked_final_context_ranks_for_the_question_and_the_entities_its_tr
     let (t, llm) = ask(&m, capped, vec![]).await;
     assert_eq!(t.final_segments, vec![1]);
     let answer = t.steps.last().unwrap();
-    assert!(answer.note.contains("(1 of "), "{}", answer.note);
+    assert_eq!(answer.segments, vec![1]);
+    assert!(answer.note.contains("(2 of "), "{}", answer.note);
     let p = prompt_of(llm.received().last().unwrap());
     assert!(!p.contains("Beta keeps a main office"));
 }

@@ -184,16 +184,13 @@ impl Navigator<'_> {
                 let weighed: BTreeSet<NodeIndex> = start.union(&path).copied().collect();
                 let ranked = self.rank_segments(&query, &pool, &weighed)?;
                 let fits = self.shown(run, &[], &ranked)?;
-                let mut best: Vec<usize> = ranked
+                let best: Vec<usize> = ranked
                     .iter()
                     .map(|&(s, _)| s)
                     .filter(|s| fits.contains(s))
                     .collect();
-                if self.opts.answer_segments > 0 {
-                    best.truncate(self.opts.answer_segments);
-                }
                 let note = format!(
-                    "answered from the best of S_imp and the expansions' segments ({} of {} ranked, path {:?})",
+                    "answered from the best of S_imp and the expansions' segments ({} of {} ranked fit, path {:?})",
                     best.len(),
                     ranked.len(),
                     path_names

@@ -998,7 +998,8 @@ impl<'a> Navigator<'a> {
     }
 
     /// The final answer from `segments` (kept first, in their order) and then `scores` (by
-    /// score) while they fit; the prompt shows them in the configured answer order.
+    /// score) while they fit, at most `navigate.answer_segments` of them when that is not 0;
+    /// the prompt shows them in the configured answer order.
     pub(crate) async fn final_answer(
         &self,
         run: &mut Run,
@@ -1006,16 +1007,18 @@ impl<'a> Navigator<'a> {
         scores: &[(usize, f32)],
         note: &str,
     ) -> Result<Check, NavigateError> {
-        let (segments, scores) = best_first(segments, scores, self.opts.answer_segments);
-        let (text, shown) = self.window().fit_ordered(
-            self.prompts,
-            PromptId::Answer,
-            &run.question,
-            self.memory,
-            &segments,
-            &scores,
-            self.opts.answer_order,
-        )?;
+        let (text, shown) = self
+            .window()
+            .at_most(self.opts.answer_segments)
+            .fit_ordered(
+                self.prompts,
+                PromptId::Answer,
+                &run.question,
+                self.memory,
+                segments,
+                scores,
+                self.opts.answer_order,
+            )?;
         let (answer, reasoning) = answer_from(self.llm, self.prompts, &run.question, &text).await?;
         run.push(Step {
             kind: "answer".into(),
@@ -1030,37 +1033,6 @@ impl<'a> Navigator<'a> {
             reasoning,
         })
     }
-}
-
-/// At most `cap` of `segments` (kept first, in their order) and then `scores` (by score), the
-/// candidates of a final answer prompt that shows at most `cap` segments; all of them when `cap`
-/// is 0.
-fn best_first(
-    segments: &[usize],
-    scores: &[(usize, f32)],
-    cap: usize,
-) -> (Vec<usize>, Vec<(usize, f32)>) {
-    if cap == 0 {
-        return (segments.to_vec(), scores.to_vec());
-    }
-    let mut kept: Vec<usize> = Vec::new();
-    for &s in segments {
-        if kept.len() < cap && !kept.contains(&s) {
-            kept.push(s);
-        }
-    }
-    let mut by_score = scores.to_vec();
-    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut ranked: Vec<(usize, f32)> = Vec::new();
-    for (s, score) in by_score {
-        if kept.len() + ranked.len() >= cap {
-            break;
-        }
-        if !kept.contains(&s) && !ranked.iter().any(|&(r, _)| r == s) {
-            ranked.push((s, score));
-        }
-    }
-    (kept, ranked)
 }
 
 /// The answer prompt shared by every method (`prompts/answer.txt`) over `segments_text`:
@@ -1313,30 +1285,6 @@ mod tests {
             note: note.into(),
             ..Step::default()
         }
-    }
-
-    #[test]
-    fn a_capped_answer_keeps_the_kept_segments_first_then_the_best_scores() {
-        let scores = [(4, 0.1), (7, 0.9), (2, 0.5), (7, 0.2), (9, 0.5)];
-        // No cap: everything, as given.
-        assert_eq!(
-            best_first(&[3, 1], &scores, 0),
-            (vec![3, 1], scores.to_vec())
-        );
-        // Cap 3: both kept segments, then the best-scored one not already kept.
-        assert_eq!(
-            best_first(&[3, 1], &scores, 3),
-            (vec![3, 1], vec![(7, 0.9)])
-        );
-        // Cap 4 with no kept segments: by score, ties by index, each segment once.
-        assert_eq!(
-            best_first(&[], &scores, 4),
-            (vec![], vec![(7, 0.9), (2, 0.5), (9, 0.5), (4, 0.1)])
-        );
-        // A cap below the kept segments cuts them in their order.
-        assert_eq!(best_first(&[5, 3, 1], &scores, 2), (vec![5, 3], vec![]));
-        // A segment both kept and scored counts once.
-        assert_eq!(best_first(&[7], &scores, 2), (vec![7], vec![(2, 0.5)]));
     }
 
     #[test]
