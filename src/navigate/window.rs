@@ -104,8 +104,9 @@ impl Window {
 
     /// Chooses the segments shown in prompt `id` (placeholders `{segments}` and `{question}`):
     /// first `imp` in its order while they fit, then `add` by descending score while they fit,
-    /// each segment once, until `max_segments` are chosen when that is not 0. Returns the text (segments in document order, blank-line separated) and the segments
-    /// shown, in document order.
+    /// each segment once, until `max_segments` are chosen when that is not 0. Returns the text
+    /// (segments in document order, blank-line separated) and the segments shown, in document
+    /// order.
     pub fn fit(
         &self,
         prompts: &Prompts,
@@ -258,10 +259,9 @@ mod tests {
     fn a_window_too_small_for_every_segment_keeps_the_first_chosen() {
         let prompts = Prompts::load().unwrap();
         let one = count_tokens("Segment 3 says 3.") + 1;
-        let overhead = Window::new(100_000, 0).prompt_budget()
-            - Window::new(100_000, 0)
-                .room(&prompts, PromptId::Answer, "Q?")
-                .unwrap();
+        let probe = Window::new(100_000, 0);
+        let overhead =
+            probe.prompt_budget() - probe.room(&prompts, PromptId::Answer, "Q?").unwrap();
         let narrow = Window::new(overhead + TEMPLATE_TOKENS + 2 * one + 1, 0);
         assert_eq!(
             fit(narrow, &[3, 1, 5], &[(7, 0.9)], Order::Document).1,
