@@ -1,7 +1,8 @@
 //! What the pipeline calls: cache in front of the transport, a ledger entry for every call, and
 //! the QRMeM paper's policy for structured output.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::de::DeserializeOwned;
@@ -53,6 +54,10 @@ pub struct Structured<T> {
     pub attempts: u32,
 }
 
+/// The cache keys whose request is at the transport now, each with the lock its first caller
+/// holds until the reply is in the cache.
+type InFlight = Arc<Mutex<HashMap<CacheKey, Arc<tokio::sync::Mutex<()>>>>>;
+
 /// The LLM service: transport + cache + ledger + policy. Cheap to clone; clones share all four.
 #[derive(Clone)]
 pub struct Service {
@@ -60,6 +65,10 @@ pub struct Service {
     cache: Option<ReplyCache>,
     ledger: Arc<Ledger>,
     policy: Policy,
+    /// Single flight: a request identical to one already sent waits for that one's reply (from
+    /// the cache) instead of sending it again. Two methods navigating the same question at once
+    /// (kn and kn-answer-top3 share every navigation prompt) pay for each prompt once.
+    in_flight: InFlight,
 }
 
 impl Service {
@@ -86,6 +95,7 @@ impl Service {
             cache,
             ledger,
             policy,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -101,6 +111,7 @@ impl Service {
             cache: self.cache.clone(),
             ledger: Arc::new(Ledger::child(self.ledger.clone())),
             policy: self.policy.clone(),
+            in_flight: self.in_flight.clone(),
         }
     }
 
@@ -122,28 +133,67 @@ impl Service {
         }
     }
 
-    /// One chat completion, from the cache when the same request was answered before.
+    /// One chat completion, from the cache when the same request was answered before. With the
+    /// cache on, an identical request already at the transport is waited for, not sent again:
+    /// its reply is then a cache hit here (a failed one leaves the wait to send its own).
     pub async fn chat(&self, stage: &str, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let started = Instant::now();
         let key = self
             .cache
             .as_ref()
             .map(|_| CacheKey::for_request(self.backend.model(), request));
-        if let (Some(cache), Some(key)) = (&self.cache, &key) {
-            if let Some(mut reply) = cache.get(key) {
-                reply.cached = true;
-                reply.attempts = 0;
-                self.ledger
-                    .record_cache_hit(stage, &reply.usage, started.elapsed());
-                return Ok(reply);
+        let Some(key) = key else {
+            return self.send(stage, request, None, started).await;
+        };
+        if let Some(reply) = self.cached(stage, &key, started) {
+            return Ok(reply);
+        }
+        let flight = {
+            let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(key.clone()).or_default().clone()
+        };
+        let out = {
+            let _turn = flight.lock().await;
+            // The request this one waited for may have put its reply in the cache.
+            match self.cached(stage, &key, started) {
+                Some(reply) => Ok(reply),
+                None => self.send(stage, request, Some(&key), started).await,
+            }
+        };
+        {
+            let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            // The map's own handle and this one: nobody else waits on the key.
+            if Arc::strong_count(&flight) <= 2 {
+                map.remove(&key);
             }
         }
+        out
+    }
+
+    /// The cached reply to `key`, recorded as a cache hit of `stage`.
+    fn cached(&self, stage: &str, key: &CacheKey, started: Instant) -> Option<ChatReply> {
+        let mut reply = self.cache.as_ref()?.get(key)?;
+        reply.cached = true;
+        reply.attempts = 0;
+        self.ledger
+            .record_cache_hit(stage, &reply.usage, started.elapsed());
+        Some(reply)
+    }
+
+    /// Sends the request to the transport, records it, and caches the reply under `key`.
+    async fn send(
+        &self,
+        stage: &str,
+        request: &ChatRequest,
+        key: Option<&CacheKey>,
+        started: Instant,
+    ) -> Result<ChatReply, LlmError> {
         let outcome = self.backend.chat_gauged(request, &*self.ledger).await;
         match outcome {
             Ok(reply) => {
                 self.ledger
                     .record_request(stage, reply.usage, reply.attempts, started.elapsed());
-                if let (Some(cache), Some(key)) = (&self.cache, &key) {
+                if let (Some(cache), Some(key)) = (&self.cache, key) {
                     // A cache that cannot be written costs a re-run, never this answer.
                     if let Err(e) = cache.put(key, self.backend.model(), request, &reply) {
                         tracing::warn!("{e}");
@@ -271,6 +321,109 @@ mod tests {
 
     fn service(llm: Arc<ScriptedLlm>, cache: Option<ReplyCache>) -> Service {
         Service::new(llm, cache, policy())
+    }
+
+    /// A transport that takes a while to answer, so that identical requests overlap.
+    struct Slow(ScriptedLlm);
+
+    #[async_trait::async_trait]
+    impl Llm for Slow {
+        fn model(&self) -> &str {
+            self.0.model()
+        }
+        async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+            let out = self.0.chat(request).await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            out
+        }
+    }
+
+    fn request(text: &str) -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::user(text)],
+            sampling: policy_sampling(),
+            schema: None,
+        }
+    }
+
+    fn policy_sampling() -> Sampling {
+        Sampling {
+            temperature: 0.0,
+            max_tokens: 64,
+            frequency_penalty: 0.0,
+            seed: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn identical_requests_in_flight_at_once_reach_the_llm_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow =
+            Arc::new(Slow(ScriptedLlm::new([]).with_responder(|r| {
+                Scripted::Reply(r.messages[0].content.clone())
+            })));
+        let svc = Service::new(
+            slow.clone(),
+            Some(ReplyCache::open(dir.path()).unwrap()),
+            policy(),
+        );
+        let (a, b) = (svc.scoped(), svc.scoped());
+        let (same, other) = (request("same"), request("other"));
+        let (r1, r2, r3, r4) = tokio::join!(
+            a.chat("check", &same),
+            b.chat("check", &same),
+            svc.chat("check", &same),
+            b.chat("check", &other),
+        );
+        let replies = [r1.unwrap(), r2.unwrap(), r3.unwrap(), r4.unwrap()];
+        assert_eq!(
+            replies
+                .iter()
+                .map(|r| r.content.as_str())
+                .collect::<Vec<_>>(),
+            ["same", "same", "same", "other"]
+        );
+        assert_eq!(
+            replies.iter().filter(|r| r.cached).count(),
+            2,
+            "two of the three identical calls wait for the first"
+        );
+        let sent: Vec<String> = slow
+            .0
+            .received()
+            .iter()
+            .map(|r| r.messages[0].content.clone())
+            .collect();
+        assert_eq!(sent.len(), 2, "one request per distinct prompt: {sent:?}");
+        let s = svc.ledger().snapshot();
+        assert_eq!(
+            (s.stages["check"].requests, s.stages["check"].cache_hits),
+            (2, 2)
+        );
+        assert!(
+            svc.in_flight.lock().unwrap().is_empty(),
+            "no key is left behind"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_request_in_flight_leaves_the_waiter_to_send_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = Arc::new(Slow(ScriptedLlm::new([
+            Scripted::Fail("connection reset".into()),
+            Scripted::Reply("second".into()),
+        ])));
+        let svc = Service::new(
+            slow.clone(),
+            Some(ReplyCache::open(dir.path()).unwrap()),
+            policy(),
+        );
+        let same = request("same");
+        let (r1, r2) = tokio::join!(svc.chat("check", &same), svc.chat("check", &same));
+        assert!(r1.is_err());
+        let r2 = r2.unwrap();
+        assert_eq!((r2.content.as_str(), r2.cached), ("second", false));
+        assert_eq!(slow.0.received().len(), 2);
     }
 
     #[tokio::test]
