@@ -240,6 +240,40 @@ async fn falls_back_to_json_object_when_json_schema_is_rejected() {
 }
 
 #[tokio::test]
+async fn a_schema_goes_out_with_its_properties_in_required_order() {
+    // A grammar-constrained server writes the reply's keys in the schema's order: "reasoning"
+    // must come before "answer" in both response formats, not in name order.
+    let server = FaultServer::start(
+        vec![],
+        Behaviour::RejectJsonSchema("{\"reasoning\": \"r\", \"answer\": \"a\"}".into()),
+    )
+    .await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let mut req = request();
+    req.schema = Some(JsonSchema {
+        name: "answer".into(),
+        schema: serde_json::json!({"type": "object", "properties": {
+            "reasoning": {"type": "string"},
+            "answer": {"type": "string"},
+            "extra": {"type": "object", "properties": {"z": {}, "b": {}}, "required": ["z", "b"]}
+        }, "required": ["reasoning", "answer"]}),
+    });
+    client.chat(&req).await.unwrap();
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "json_schema, then json_object");
+    for s in &seen {
+        let at = |key: &str| s.body.find(&format!("\"{key}\":{{")).unwrap();
+        assert!(at("reasoning") < at("answer"), "{}", s.body);
+        // Properties outside `required` follow; nested objects keep their own order.
+        assert!(
+            at("answer") < at("extra") && at("z") < at("b"),
+            "{}",
+            s.body
+        );
+    }
+}
+
+#[tokio::test]
 async fn round_robin_over_base_urls_and_failover() {
     let a = FaultServer::start(vec![], ok("a")).await;
     let b = FaultServer::start(vec![Behaviour::Status(503, None, "down".into())], ok("b")).await;

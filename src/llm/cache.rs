@@ -1,6 +1,7 @@
 //! Content-addressed on-disk cache of LLM replies.
 //!
-//! Key: SHA-256 of the canonical JSON of (format version, model, messages, sampling, schema).
+//! Key: SHA-256 of the canonical JSON of (format version, model, messages, sampling, schema,
+//! and the schema as sent when its property order is not the name order).
 //! The API key and the server URL are not part of it: the same model answers the same request
 //! the same way wherever it is served. One file per entry (`DIR/ab/abcd....json`), written to a
 //! temporary file in the same directory, flushed, then renamed into place: a crash mid-write
@@ -32,6 +33,11 @@ impl CacheKey {
             messages: &'a [Message],
             sampling: &'a Sampling,
             schema: &'a Option<JsonSchema>,
+            /// The schema as sent, when its property order is not the name order: a reply
+            /// whose keys come in another order is another reply. Absent otherwise, so the
+            /// keys of requests sent the same way as before this field are unchanged.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            sent_order: Option<String>,
         }
         let material = Material {
             format: FORMAT,
@@ -39,6 +45,7 @@ impl CacheKey {
             messages: &request.messages,
             sampling: &request.sampling,
             schema: &request.schema,
+            sent_order: request.schema.as_ref().and_then(JsonSchema::sent_order),
         };
         // Serialising plain structs and serde_json's (sorted, string-keyed) maps cannot fail;
         // the Debug fallback keeps the function total and deterministic all the same.
@@ -216,6 +223,57 @@ mod tests {
         system.messages = vec![Message::system("hi")];
         assert_ne!(base, CacheKey::for_request("m", &system));
         assert_eq!(base.as_str().len(), 64);
+    }
+
+    #[test]
+    fn only_a_schema_sent_in_another_order_than_by_name_changes_the_key() {
+        // The key as it was before the sent order joined it: (format, model, messages,
+        // sampling, schema).
+        fn old_key(model: &str, r: &ChatRequest) -> String {
+            let material = serde_json::json!({
+                "format": FORMAT, "model": model, "messages": r.messages,
+                "sampling": r.sampling, "schema": r.schema,
+            });
+            // `json!` sorts keys; the struct's field order is the same sequence here only if
+            // written out, so serialise the fields in the struct's order by hand.
+            let text = format!(
+                "{{\"format\":{},\"model\":{},\"messages\":{},\"sampling\":{},\"schema\":{}}}",
+                material["format"],
+                material["model"],
+                serde_json::to_string(&r.messages).unwrap(),
+                serde_json::to_string(&r.sampling).unwrap(),
+                serde_json::to_string(&r.schema).unwrap()
+            );
+            hex::encode(Sha256::digest(text.as_bytes()))
+        }
+        let with = |schema: serde_json::Value| {
+            let mut r = request("q", 0.0);
+            r.schema = Some(JsonSchema {
+                name: "s".into(),
+                schema,
+            });
+            r
+        };
+        // Required in name order: sent as before, keyed as before (old caches stay valid).
+        let by_name = with(serde_json::json!({"type": "object", "properties": {
+            "reasoning": {"type": "string"}, "verdict": {"type": "integer"}
+        }, "required": ["reasoning", "verdict"]}));
+        assert_eq!(
+            CacheKey::for_request("m", &by_name).as_str(),
+            old_key("m", &by_name)
+        );
+        assert_eq!(
+            CacheKey::for_request("m", &request("q", 0.0)).as_str(),
+            old_key("m", &request("q", 0.0))
+        );
+        // "reasoning" before "answer": sent in another order than by name, so another key.
+        let reasoning_first = with(serde_json::json!({"type": "object", "properties": {
+            "reasoning": {"type": "string"}, "answer": {"type": "string"}
+        }, "required": ["reasoning", "answer"]}));
+        assert_ne!(
+            CacheKey::for_request("m", &reasoning_first).as_str(),
+            old_key("m", &reasoning_first)
+        );
     }
 
     #[test]

@@ -72,11 +72,89 @@ pub struct Sampling {
 }
 
 /// A JSON Schema the reply must follow.
+///
+/// A server that turns the schema into a grammar (llama.cpp's) makes the reply write an
+/// object's keys in the order the schema lists its properties, and `serde_json::Value` keeps
+/// maps sorted by name. The order that counts is therefore the `required` list's: the schema is
+/// sent with [`JsonSchema::as_sent`], which lists each object's properties in that order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JsonSchema {
     /// A short identifier (`[a-zA-Z0-9_-]`), required by OpenAI's `json_schema` format.
     pub name: String,
     pub schema: serde_json::Value,
+}
+
+impl JsonSchema {
+    /// The schema as it goes to the server: every object's `properties` in the order of its
+    /// `required` list, then any other property by name; every other map by name.
+    pub fn as_sent(&self) -> InRequiredOrder<'_> {
+        InRequiredOrder(&self.schema)
+    }
+
+    /// The sent text when its property order is not the name order (`None` when it is): the
+    /// part of the cache key that tells apart a request whose reply's key order changed.
+    pub fn sent_order(&self) -> Option<String> {
+        let sent = serde_json::to_string(&self.as_sent()).ok()?;
+        let by_name = serde_json::to_string(&self.schema).ok()?;
+        (sent != by_name).then_some(sent)
+    }
+}
+
+/// A schema value serialised with each object's properties in `required` order (see
+/// [`JsonSchema`]).
+pub struct InRequiredOrder<'a>(&'a serde_json::Value);
+
+impl Serialize for InRequiredOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        use serde_json::Value;
+        match self.0 {
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                for (key, value) in map {
+                    match (key.as_str(), value, map.get("required")) {
+                        ("properties", Value::Object(props), Some(Value::Array(required))) => {
+                            m.serialize_entry(key, &Properties(props, required))?
+                        }
+                        _ => m.serialize_entry(key, &InRequiredOrder(value))?,
+                    }
+                }
+                m.end()
+            }
+            Value::Array(items) => s.collect_seq(items.iter().map(InRequiredOrder)),
+            other => other.serialize(s),
+        }
+    }
+}
+
+/// An object schema's properties: the required ones in `required` order, then the rest.
+struct Properties<'a>(
+    &'a serde_json::Map<String, serde_json::Value>,
+    &'a [serde_json::Value],
+);
+
+impl Serialize for Properties<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (props, required) = (self.0, self.1);
+        let mut first: Vec<&str> = Vec::new();
+        for name in required.iter().filter_map(|r| r.as_str()) {
+            if props.contains_key(name) && !first.contains(&name) {
+                first.push(name);
+            }
+        }
+        let rest = props
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !first.contains(k));
+        let mut m = s.serialize_map(Some(props.len()))?;
+        for name in first.iter().copied().chain(rest) {
+            if let Some(value) = props.get(name) {
+                m.serialize_entry(name, &InRequiredOrder(value))?;
+            }
+        }
+        m.end()
+    }
 }
 
 /// One chat completion request.

@@ -11,12 +11,48 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::{ChatReply, ChatRequest, Llm, SlotGauge, Usage};
+use serde::Serialize;
+
+use super::{ChatReply, ChatRequest, InRequiredOrder, Llm, Message, SlotGauge, Usage};
 use crate::config::{JsonMode, LlmConfig, Secret};
 use crate::error::LlmError;
+
+/// A chat completion request body. A struct, not a `json!` value, so that the schema keeps
+/// the property order of `JsonSchema::as_sent` (a `Value` would sort it by name).
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    temperature: f32,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frequency_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<NamedSchema<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<InRequiredOrder<'a>>,
+}
+
+#[derive(Serialize)]
+struct NamedSchema<'a> {
+    name: &'a str,
+    schema: InRequiredOrder<'a>,
+    strict: bool,
+}
 
 /// Longest slice of an error body kept in an error message.
 const BODY_EXCERPT: usize = 400;
@@ -108,21 +144,8 @@ impl OpenAiClient {
         &self.base_urls[i]
     }
 
-    fn body(&self, request: &ChatRequest) -> Value {
-        let mut body = json!({
-            "model": self.model,
-            "messages": request.messages,
-            "temperature": request.sampling.temperature,
-            "max_tokens": request.sampling.max_tokens,
-            "stream": false,
-        });
-        if request.sampling.frequency_penalty != 0.0 {
-            body["frequency_penalty"] = json!(request.sampling.frequency_penalty);
-        }
-        if let Some(seed) = request.sampling.seed {
-            body["seed"] = json!(seed);
-        }
-        if let Some(schema) = &request.schema {
+    fn body<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
+        let response_format = request.schema.as_ref().and_then(|schema| {
             let mode = match self.json_mode {
                 JsonMode::Auto if self.schema_rejected.load(Ordering::Relaxed) => {
                     JsonMode::JsonObject
@@ -131,28 +154,41 @@ impl OpenAiClient {
                 other => other,
             };
             match mode {
-                JsonMode::JsonSchema | JsonMode::Auto => {
-                    body["response_format"] = json!({
-                        "type": "json_schema",
-                        "json_schema": {"name": schema.name, "schema": schema.schema, "strict": true},
-                    });
-                }
-                JsonMode::JsonObject => {
-                    // llama.cpp's server also constrains `json_object` by an attached schema.
-                    body["response_format"] =
-                        json!({"type": "json_object", "schema": schema.schema});
-                }
-                JsonMode::None => {}
+                JsonMode::JsonSchema | JsonMode::Auto => Some(ResponseFormat {
+                    kind: "json_schema",
+                    json_schema: Some(NamedSchema {
+                        name: &schema.name,
+                        schema: schema.as_sent(),
+                        strict: true,
+                    }),
+                    schema: None,
+                }),
+                // llama.cpp's server also constrains `json_object` by an attached schema.
+                JsonMode::JsonObject => Some(ResponseFormat {
+                    kind: "json_object",
+                    json_schema: None,
+                    schema: Some(schema.as_sent()),
+                }),
+                JsonMode::None => None,
             }
+        });
+        Body {
+            model: &self.model,
+            messages: &request.messages,
+            temperature: request.sampling.temperature,
+            max_tokens: request.sampling.max_tokens,
+            stream: false,
+            frequency_penalty: Some(request.sampling.frequency_penalty).filter(|p| *p != 0.0),
+            seed: request.sampling.seed,
+            response_format,
         }
-        body
     }
 
     /// One HTTP attempt. An error comes with the server's `Retry-After` (seconds), if it sent one.
     async fn attempt(
         &self,
         url: &str,
-        body: &Value,
+        body: &Body<'_>,
         gauge: Option<&dyn SlotGauge>,
     ) -> Result<ChatReply, (LlmError, Option<f64>)> {
         let endpoint = format!("{url}/chat/completions");

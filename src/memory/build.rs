@@ -248,8 +248,9 @@ fn triple_schema(max: usize) -> serde_json::Value {
 
 /// The joint reply's schema: entities and triples, and (with the graph update) the questions
 /// with their triples. A server that follows a JSON schema writes an object's keys in the
-/// schema's order, and `json!` sorts keys: the names are chosen so that the sorted order is
-/// the paper's (entities, then relations, then questions).
+/// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
+/// (entities, then relations, then questions). The names sort the same way, so the cache keys
+/// of the committed builds did not change when the sent order became the `required` order.
 fn extract_schema(questions: bool) -> Option<JsonSchema> {
     let mut properties = json!({
         "entities": entity_schema(25),
