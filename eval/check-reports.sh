@@ -20,6 +20,7 @@ ln -s "$(cd .. && pwd)/shared" "$tmp/shared"
 # run directory -> experiment file
 runs=(
   "hotpot-longbench-style:hotpot-longbench-style.toml"
+  "hotpot-longbench-style-1.5b:hotpot-longbench-style-1.5b.toml"
   "hotpot-distractor:hotpot-distractor.toml"
   "quality:quality.toml"
   "overhead/cold:overhead.toml"
