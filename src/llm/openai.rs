@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-
-use serde::Serialize;
 
 use super::{ChatReply, ChatRequest, InRequiredOrder, Llm, Message, SlotGauge, Usage};
 use crate::config::{JsonMode, LlmConfig, Secret};

@@ -338,20 +338,12 @@ mod tests {
         }
     }
 
-    fn request(text: &str) -> ChatRequest {
+    /// A one-message request with the service's first-attempt sampling.
+    fn request(svc: &Service, text: &str) -> ChatRequest {
         ChatRequest {
             messages: vec![Message::user(text)],
-            sampling: policy_sampling(),
+            sampling: svc.sampling(),
             schema: None,
-        }
-    }
-
-    fn policy_sampling() -> Sampling {
-        Sampling {
-            temperature: 0.0,
-            max_tokens: 64,
-            frequency_penalty: 0.0,
-            seed: None,
         }
     }
 
@@ -368,7 +360,7 @@ mod tests {
             policy(),
         );
         let (a, b) = (svc.scoped(), svc.scoped());
-        let (same, other) = (request("same"), request("other"));
+        let (same, other) = (request(&svc, "same"), request(&svc, "other"));
         let (r1, r2, r3, r4) = tokio::join!(
             a.chat("check", &same),
             b.chat("check", &same),
@@ -418,7 +410,7 @@ mod tests {
             Some(ReplyCache::open(dir.path()).unwrap()),
             policy(),
         );
-        let same = request("same");
+        let same = request(&svc, "same");
         let (r1, r2) = tokio::join!(svc.chat("check", &same), svc.chat("check", &same));
         assert!(r1.is_err());
         let r2 = r2.unwrap();
