@@ -26,7 +26,7 @@ use args::{
     Global,
 };
 
-async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
+async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> {
     let plan = Plan::resolve(&Request {
         experiment: args.experiment.clone(),
         dataset: args.dataset.clone(),
@@ -36,7 +36,20 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
         seed: args.seed,
         words: args.words,
         trials: args.trials.clone(),
+        model: g.llm_model.clone(),
+        memories_built_by: args.memories_built_by.clone(),
     })?;
+    // The experiment's model answers unless --llm-model named one (already in the config).
+    let with_model;
+    let config = match &plan.model {
+        Some(m) if *m != config.llm.model => {
+            let mut c = config.clone();
+            c.llm.model = m.clone();
+            with_model = c;
+            &with_model
+        }
+        _ => config,
+    };
     if !args.report_only {
         let prompts = Prompts::load()?;
         let svc = Service::from_config(config)?;
@@ -52,7 +65,6 @@ async fn eval(config: &Config, args: &EvalArgs) -> Result<ExitCode> {
             trace_dir: args.trace_dir.clone(),
             html: args.html,
             build_only: args.build_only,
-            memories_built_by: args.memories_built_by.clone(),
         };
         experiment::run(&ctx, &plan, &args.out, flags).await?;
     }
@@ -387,7 +399,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Batch(args) => batch(&config, args).await,
-        Command::Eval(args) => eval(&config, args).await,
+        Command::Eval(args) => eval(&config, &cli.global, args).await,
         Command::Inspect { memory, top } => {
             let m = methods::open(memory)?;
             print!("{}", m.describe(*top));

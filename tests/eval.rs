@@ -667,4 +667,6 @@ async fn another_model_answers_over_memories_built_once_and_builds_none() {
     assert_eq!(of("kn"), ["a", "a", "b", "b"]);
     assert_eq!(of("bm25-top1"), ["a", "b", "c"]);
     assert!(rows.iter().all(|r| r["error"].is_null()), "{rows:?}");
+    // Each row names the model that answered it, not the one that built its memory.
+    assert!(rows.iter().all(|r| r["model"] == "bigger"), "{rows:?}");
 }

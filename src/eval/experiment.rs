@@ -30,7 +30,7 @@ use crate::prompts::Prompts;
 pub const DEFAULT_REFERENCE: &str = "bm25-top3";
 
 /// An experiment file: title, dataset, data, methods, limit, seed, words, trials, reference,
-/// notes.
+/// model, memories_built_by, notes.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
@@ -47,6 +47,13 @@ pub struct Experiment {
     /// The row the report's paired table compares every other row with (`METHOD` or
     /// `METHOD@TRIALS`); bm25-top3 when not given.
     pub reference: Option<String>,
+    /// The model the run answers with, as the server names it (`--llm-model` overrides it; it
+    /// overrides the configuration's). The report names it, so a run answered by another model
+    /// than the configured one reports the right model when its report is rewritten.
+    pub model: Option<String>,
+    /// Answer over the memories this model built and build none (`--memories-built-by`
+    /// overrides it).
+    pub memories_built_by: Option<String>,
     #[serde(default)]
     pub notes: Vec<String>,
 }
@@ -66,6 +73,17 @@ impl Experiment {
                 path.display()
             ))
         })?;
+        for (key, v) in [
+            ("model", &e.model),
+            ("memories_built_by", &e.memories_built_by),
+        ] {
+            if v.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(EvalError::Input(format!(
+                    "the experiment file {}: {key} is empty (name a model as the server does, or leave the key out)",
+                    path.display()
+                )));
+            }
+        }
         if let Some(d) = &e.data {
             if d.is_relative() {
                 e.data = Some(path.parent().unwrap_or(Path::new(".")).join(d));
@@ -87,6 +105,10 @@ pub struct Request {
     pub words: Option<usize>,
     /// "1..6" or "1,2,4".
     pub trials: Option<String>,
+    /// `--llm-model`.
+    pub model: Option<String>,
+    /// `--memories-built-by`.
+    pub memories_built_by: Option<String>,
 }
 
 /// A resolved experiment: what to run and how to report it.
@@ -104,6 +126,10 @@ pub struct Plan {
     pub method_order: Vec<String>,
     /// The row the paired table compares with.
     pub reference: String,
+    /// The model that answers (None: the configuration's).
+    pub model: Option<String>,
+    /// Answer over the memories this model built; build none.
+    pub memories_built_by: Option<String>,
     /// The experiment file's notes.
     pub notes: Vec<String>,
 }
@@ -165,6 +191,8 @@ impl Plan {
             reference: exp
                 .reference
                 .unwrap_or_else(|| DEFAULT_REFERENCE.to_string()),
+            model: req.model.clone().or(exp.model),
+            memories_built_by: req.memories_built_by.clone().or(exp.memories_built_by),
             notes: exp.notes,
         })
     }
@@ -245,9 +273,6 @@ pub struct Flags {
     pub html: bool,
     /// Build the memories only (see [`EvalOptions::build_only`]).
     pub build_only: bool,
-    /// Answer over the memories this model built; build none (see
-    /// [`EvalOptions::memories_built_by`]).
-    pub memories_built_by: Option<String>,
 }
 
 /// Runs the plan's pairs into `out` (resuming what is there), printing progress and the ledger
@@ -263,11 +288,11 @@ pub async fn run(
         trace_dir,
         html,
         build_only,
-        memories_built_by,
     } = flags;
+    let memories_built_by = plan.memories_built_by.clone();
     if build_only && memories_built_by.is_some() {
         return Err(EvalError::Input(
-            "--build-only builds memories and --memories-built-by forbids building: give one of them".into(),
+            "--build-only builds memories and --memories-built-by (or the experiment's memories_built_by) forbids building: give one of them".into(),
         ));
     }
     // Pages go next to the traces: DIR/traces unless another directory is named.
@@ -553,6 +578,61 @@ mod tests {
         for bad in ["0..2", "a", "", "3..1", "1,,2"] {
             let err = parse_trials(bad).unwrap_err();
             assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+
+    fn experiment_file(dir: &Path, extra: &str) -> PathBuf {
+        let path = dir.join("exp.toml");
+        let text = format!("dataset = \"hotpotqa\"\nmethods = [\"bm25-top3\"]\n{extra}");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_experiment_names_the_answering_and_building_models_and_the_flags_override_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = experiment_file(
+            dir.path(),
+            "model = \"big\"\nmemories_built_by = \"small\"\n",
+        );
+        let req = Request {
+            experiment: Some(path),
+            ..Request::default()
+        };
+        let plan = Plan::resolve(&req).unwrap();
+        assert_eq!(plan.model.as_deref(), Some("big"));
+        assert_eq!(plan.memories_built_by.as_deref(), Some("small"));
+        let plan = Plan::resolve(&Request {
+            model: Some("flag".into()),
+            memories_built_by: Some("other".into()),
+            ..req
+        })
+        .unwrap();
+        assert_eq!(plan.model.as_deref(), Some("flag"));
+        assert_eq!(plan.memories_built_by.as_deref(), Some("other"));
+        // Without either, the configuration's model answers and memories may be built.
+        let path = experiment_file(dir.path(), "");
+        let plan = Plan::resolve(&Request {
+            experiment: Some(path),
+            ..Request::default()
+        })
+        .unwrap();
+        assert_eq!((plan.model, plan.memories_built_by), (None, None));
+    }
+
+    #[test]
+    fn an_empty_model_in_the_experiment_is_an_error_naming_the_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for key in ["model", "memories_built_by"] {
+            let path = experiment_file(dir.path(), &format!("{key} = \" \"\n"));
+            let err = match Experiment::read(&path) {
+                Err(EvalError::Input(e)) => e,
+                other => panic!("expected an input error, got {:?}", other.map(|_| ())),
+            };
+            assert!(
+                err.contains("exp.toml") && err.contains(&format!("{key} is empty")),
+                "{err}"
+            );
         }
     }
 }

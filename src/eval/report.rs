@@ -268,7 +268,12 @@ pub struct Common {
 pub struct Report {
     pub title: String,
     pub dataset: String,
+    /// The model the run answers with (the experiment's, the flag's or the configuration's).
     pub model: String,
+    /// Rows whose recorded answering model is another: (model, rows). Rows recorded before
+    /// rows carried their model are not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_models: Vec<(String, usize)>,
     pub items: usize,
     /// "F1" for open questions, "accuracy" for multiple choice.
     pub metric: String,
@@ -530,10 +535,20 @@ pub fn build(
     let mut datasets: Vec<&str> = latest.values().map(|r| r.dataset.as_str()).collect();
     datasets.sort_unstable();
     datasets.dedup();
+    let mut other_models: BTreeMap<&str, usize> = BTreeMap::new();
+    for m in latest.values().filter_map(|r| r.model.as_deref()) {
+        if m != model {
+            *other_models.entry(m).or_default() += 1;
+        }
+    }
     Report {
         title: title.to_string(),
         dataset: datasets.join(", "),
         model: model.to_string(),
+        other_models: other_models
+            .into_iter()
+            .map(|(m, n)| (m.to_string(), n))
+            .collect(),
         items: items.len(),
         metric: if multiple_choice { "accuracy" } else { "F1" }.to_string(),
         methods,
@@ -846,6 +861,19 @@ impl Report {
                 s,
                 "Dataset: {}. Items: {}. Model: {}.\n",
                 self.dataset, self.items, self.model
+            );
+        }
+        if !self.other_models.is_empty() {
+            let others: Vec<String> = self
+                .other_models
+                .iter()
+                .map(|(m, n)| format!("{m} ({n} rows)"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "**Rows answered by another model than {}:** {}.\n",
+                self.model,
+                others.join(", ")
             );
         }
         for n in &self.notes {
@@ -1224,7 +1252,28 @@ mod tests {
             final_segments: None,
             spans: ContextSpans::default(),
             nav: None,
+            model: None,
         }
+    }
+
+    #[test]
+    fn rows_answered_by_another_model_than_the_reports_are_counted_and_named() {
+        // report_of's model is "m": rows by "m" and rows that record none are not counted.
+        let mut rows = vec![answer("q1", "a", 1.0, 100), answer("q2", "a", 1.0, 100)];
+        rows[0].model = Some("m".into());
+        let r = report_of(&rows, &[], &[], "a");
+        assert!(r.other_models.is_empty());
+        assert!(!r.to_markdown().contains("another model"));
+        rows[1].model = Some("bigger".into());
+        rows.push(answer("q1", "b", 0.0, 100));
+        rows[2].model = Some("bigger".into());
+        let r = report_of(&rows, &[], &[], "a");
+        assert_eq!(r.other_models, vec![("bigger".to_string(), 2)]);
+        let md = r.to_markdown();
+        assert!(
+            md.contains("**Rows answered by another model than m:** bigger (2 rows)."),
+            "{md}"
+        );
     }
 
     #[test]

@@ -139,6 +139,10 @@ pub struct ResultRecord {
     /// The graph navigators' diagnostics (|E_s|, |S_imp|, checks, expansions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nav: Option<NavDiagnostics>,
+    /// The model that answered, as the server names it (absent in rows recorded before rows
+    /// carried it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ResultRecord {
@@ -529,6 +533,7 @@ pub async fn run(
                                 ..ContextSpans::default()
                             },
                             nav: None,
+                            model: Some(llm.model().to_string()),
                         };
                         match outcome {
                             Ok(trace) => {
@@ -865,6 +870,7 @@ mod tests {
             final_segments: None,
             spans: ContextSpans::default(),
             nav: None,
+            model: None,
         };
         let line = result_line(&rec, &bar);
         assert!(
