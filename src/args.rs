@@ -27,7 +27,8 @@ pub(crate) struct Global {
     /// OpenAI-compatible base URL (repeat for round-robin over several servers).
     #[arg(long = "llm-base-url", global = true, value_name = "URL")]
     pub(crate) llm_base_url: Vec<String>,
-    /// Model name sent to the server.
+    /// Model name sent to the server (overrides the configuration's and an eval experiment's
+    /// `model`).
     #[arg(long = "llm-model", global = true, value_name = "NAME")]
     pub(crate) llm_model: Option<String>,
     /// Requests in flight at once.
@@ -248,7 +249,8 @@ pub(crate) struct EvalArgs {
     pub(crate) build_only: bool,
     /// Answer over the memories MODEL built (as --llm-model names it; their files' keys carry
     /// it) and build none: a pair whose memory is not in DIR/memories is left undone. Lets a
-    /// larger model answer over memories built once with a smaller one.
+    /// larger model answer over memories built once with a smaller one. Overrides the
+    /// experiment's `memories_built_by`.
     #[arg(long, value_name = "MODEL")]
     pub(crate) memories_built_by: Option<String>,
     /// Only (re)write the report from the results already in DIR (with the dataset at hand,
