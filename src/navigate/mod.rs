@@ -348,11 +348,13 @@ struct EntityList {
     entities: Vec<String>,
 }
 
-/// The answerability reply. The schema's keys are serialised in sorted order and the server's
-/// grammar makes the model write them in that order, so they are named to sort as the paper
-/// reasons: the reasoning, then the action, then the answer. Named "action" and "answer" they
-/// sorted first, and the 0.5B model chose -2 before writing any reasoning (32 of 32 checks of
-/// runs/navigation-longbench-style's first attempt). The old names are still read.
+/// The answerability reply. The server's grammar makes the model write a reply's keys in the
+/// order the schema sends them, its `required` order ([`crate::llm::JsonSchema::as_sent`]): the
+/// reasoning, then the action, then the answer, as the paper reasons. Before commit 0e74414 the
+/// schema went out sorted by name, so the keys were named to sort in that order too: named
+/// "action" and "answer" they sorted first, and the 0.5B model chose -2 before writing any
+/// reasoning (32 of 32 checks of runs/navigation-longbench-style's first attempt). The names stay
+/// (reply-cache keys carry the schema); the old names are still read.
 #[derive(Deserialize)]
 struct Answerability {
     #[serde(default)]
