@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Were the answerability checks right? Each check's verdict against its evidence.
 
-    python3 eval/checks.py [run]     (default: eval/runs/hotpot-longbench-style)
+    python3 eval/checks.py [run] [--against OTHER_RUN]
+        (run default: eval/runs/hotpot-longbench-style)
 
 For every row of the run's graph navigators that recorded its checks (`nav.checks`: the segments
 each check showed and its verdict), this asks whether the check's segments held every gold
@@ -11,6 +12,11 @@ to the row by question). It prints, per method, the checks by verdict: -2 (answe
 answerable), failed (no usable reply), each split by whether all the gold evidence was shown.
 A check that says -1 with all the evidence shown is a missed answer; one that says -2 without
 it answered from less than the question needs.
+
+With --against OTHER_RUN (a run of the same methods on the same items with another prompt, such
+as eval/check-probe.sh's), both runs are counted on the questions they share only, and each
+question's first check, which shows the same segments in both runs when the start is the same,
+is paired: the verdicts of the two prompts on the same evidence.
 """
 import collections
 import glob
@@ -18,48 +24,108 @@ import gzip
 import json
 import sys
 
-run = sys.argv[1] if len(sys.argv) > 1 else "eval/runs/hotpot-longbench-style"
 
-segments = {}
-for path in glob.glob(f"{run}/memories/*-graph-*.qrm.gz"):
-    with gzip.open(path) as f:
-        m = json.load(f)
-    segments[m["question"]] = [(int(s["start"]), int(s["end"])) for s in m["segments"]]
 
-latest = {}
-with open(f"{run}/results.jsonl") as f:
-    for n, line in enumerate(f, 1):
-        if not line.strip():
+def load(run):
+    """The run's graph segments (by question) and its latest row per (item, method, trials)."""
+    segments = {}
+    for path in glob.glob(f"{run}/memories/*-graph-*.qrm.gz"):
+        with gzip.open(path) as f:
+            m = json.load(f)
+        segments[m["question"]] = [(int(s["start"]), int(s["end"])) for s in m["segments"]]
+    latest = {}
+    with open(f"{run}/results.jsonl") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{run}/results.jsonl:{n}: not JSON: {e}")
+            latest[(r["item"], r["method"], r.get("max_trials"))] = r
+    return segments, latest
+
+
+def all_shown(segs, check, gold):
+    shown = [segs[i] for i in check["segments"] if i < len(segs)]
+    return all(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in gold)
+
+
+def verdict(check):
+    return "failed" if check.get("failed") else str(check.get("action"))
+
+
+args = sys.argv[1:]
+other = None
+if "--against" in args:
+    i = args.index("--against")
+    if i + 1 >= len(args):
+        raise SystemExit("checks.py: --against needs a run directory")
+    other = args[i + 1]
+    del args[i : i + 2]
+run = args[0] if args else "eval/runs/hotpot-longbench-style"
+segments, latest = load(run)
+if other is not None:
+    other_segments, other_latest = load(other)
+    shared = {k for k in latest if k in other_latest}
+    latest = {k: r for k, r in latest.items() if k in shared}
+    other_latest = {k: r for k, r in other_latest.items() if k in shared}
+
+
+
+def count(run, segments, latest):
+    counts = collections.defaultdict(collections.Counter)
+    unmatched = collections.Counter()
+    for (_, method, trials), r in latest.items():
+        checks = (r.get("nav") or {}).get("checks") or []
+        if not checks or not r.get("gold_spans"):
             continue
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"{run}/results.jsonl:{n}: not JSON: {e}")
-        latest[(r["item"], r["method"], r.get("max_trials"))] = r
+        segs = segments.get(r["question"])
+        name = method if trials is None else f"{method}@{trials}"
+        if segs is None:
+            unmatched[name] += 1
+            continue
+        for c in checks:
+            counts[name][(verdict(c), all_shown(segs, c, r["gold_spans"]))] += 1
+    return counts, unmatched
 
-counts = collections.defaultdict(collections.Counter)
-unmatched = collections.Counter()
-for (_, method, trials), r in latest.items():
-    checks = (r.get("nav") or {}).get("checks") or []
-    if not checks or not r.get("gold_spans"):
-        continue
-    segs = segments.get(r["question"])
-    name = method if trials is None else f"{method}@{trials}"
-    if segs is None:
-        unmatched[name] += 1
-        continue
-    for c in checks:
-        shown = [segs[i] for i in c["segments"] if i < len(segs)]
-        every = all(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in r["gold_spans"])
-        verdict = "failed" if c.get("failed") else str(c.get("action"))
-        counts[name][(verdict, every)] += 1
 
-print(f"{run}: answerability checks by verdict, and whether the check showed every gold sentence")
-print("| method | checks | -2, all shown | -2, not all | -1, all shown | -1, not all | failed |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-for name, c in sorted(counts.items()):
-    failed = c[("failed", True)] + c[("failed", False)]
-    cells = [c[("-2", True)], c[("-2", False)], c[("-1", True)], c[("-1", False)], failed]
-    print(f"| {name} | {sum(c.values())} | " + " | ".join(map(str, cells)) + " |")
-for name, n in unmatched.items():
-    print(f"{name}: {n} rows whose graph memory is not in {run}/memories (not counted)")
+def table(run, segments, latest):
+    counts, unmatched = count(run, segments, latest)
+    questions = len({r["question"] for r in latest.values()})
+    print(f"{run}: answerability checks by verdict, and whether the check showed every gold sentence"
+          f" ({questions} questions)")
+    print("| method | checks | -2, all shown | -2, not all | -1, all shown | -1, not all | failed |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, c in sorted(counts.items()):
+        failed = c[("failed", True)] + c[("failed", False)]
+        cells = [c[("-2", True)], c[("-2", False)], c[("-1", True)], c[("-1", False)], failed]
+        print(f"| {name} | {sum(c.values())} | " + " | ".join(map(str, cells)) + " |")
+    for name, n in unmatched.items():
+        print(f"{name}: {n} rows whose graph memory is not in {run}/memories (not counted)")
+
+
+table(run, segments, latest)
+if other is not None:
+    print()
+    table(other, other_segments, other_latest)
+    print()
+    pairs = collections.Counter()
+    different = 0
+    for key, r in sorted(latest.items(), key=lambda kv: str(kv[0])):
+        a = ((r.get("nav") or {}).get("checks") or [None])[0]
+        b = ((other_latest[key].get("nav") or {}).get("checks") or [None])[0]
+        segs = segments.get(r["question"])
+        if a is None or b is None or segs is None or not r.get("gold_spans"):
+            continue
+        if sorted(a["segments"]) != sorted(b["segments"]):
+            different += 1
+            continue
+        pairs[(key[1], verdict(a), verdict(b), all_shown(segs, a, r["gold_spans"]))] += 1
+    print(f"First checks on the same segments: verdict in {run} / in {other}")
+    print("| method | verdicts | all gold shown | questions |")
+    print("|---|---|---|---:|")
+    for (method, va, vb, every), n in sorted(pairs.items()):
+        print(f"| {method} | {va} / {vb} | {'yes' if every else 'no'} | {n} |")
+    if different:
+        print(f"{different} first checks showed different segments in the two runs (not paired)")
