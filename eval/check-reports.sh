@@ -31,6 +31,8 @@ runs=(
   "graphs-longbench-style:graphs-longbench-style.toml"
   "navigation-longbench-style:navigation-longbench-style.toml"
   "extraction-decoding:extraction-decoding.toml"
+  "check-probe:check-probe.toml"
+  "check-probe-1.5b:check-probe-1.5b.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
