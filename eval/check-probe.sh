@@ -2,8 +2,8 @@
 # Issue 39's check probe (eval/check-probe.toml, eval/check-probe-1.5b.toml): kn with the
 # evidence-first answerability prompt on the first N LongBench-style items (default: the toml's
 # 30), over the 0.5B graphs, then the checks of the probe and of the shipped prompt's run side
-# by side. Needs the server of the model that navigates (scripts/llm-server.sh start --np 4 --model 0.5b, or 1.5b) and
-# target/release/qrmem.
+# by side. Needs the server of the model that navigates (scripts/llm-server.sh start --np 4
+# --model 0.5b, or 1.5b) and target/release/qrmem.
 #   bash eval/check-probe.sh [0.5b|1.5b] [N]
 #     0.5b (default): check-probe.toml into eval/runs/check-probe, against
 #       eval/runs/hotpot-longbench-style
