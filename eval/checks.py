@@ -19,61 +19,21 @@ question's first check, which shows the same segments in both runs when the star
 is paired: the verdicts of the two prompts on the same evidence.
 """
 import collections
-import glob
-import gzip
-import json
 import sys
 
-
-
-def load(run):
-    """The run's graph segments (by question) and its latest row per (item, method, trials)."""
-    segments = {}
-    for path in glob.glob(f"{run}/memories/*-graph-*.qrm.gz"):
-        with gzip.open(path) as f:
-            m = json.load(f)
-        segments[m["question"]] = [(int(s["start"]), int(s["end"])) for s in m["segments"]]
-    latest = {}
-    with open(f"{run}/results.jsonl") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"{run}/results.jsonl:{n}: not JSON: {e}")
-            latest[(r["item"], r["method"], r.get("max_trials"))] = r
-    return segments, latest
+from evidence import graph_segments, holds_all, latest_rows
 
 
 def all_shown(segs, check, gold):
-    shown = [segs[i] for i in check["segments"] if i < len(segs)]
-    return all(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in gold)
+    return holds_all([segs[i] for i in check["segments"] if i < len(segs)], gold)
 
 
 def verdict(check):
     return "failed" if check.get("failed") else str(check.get("action"))
 
 
-args = sys.argv[1:]
-other = None
-if "--against" in args:
-    i = args.index("--against")
-    if i + 1 >= len(args):
-        raise SystemExit("checks.py: --against needs a run directory")
-    other = args[i + 1]
-    del args[i : i + 2]
-run = args[0] if args else "eval/runs/hotpot-longbench-style"
-segments, latest = load(run)
-if other is not None:
-    other_segments, other_latest = load(other)
-    shared = {k for k in latest if k in other_latest}
-    latest = {k: r for k, r in latest.items() if k in shared}
-    other_latest = {k: r for k, r in other_latest.items() if k in shared}
-
-
-
-def count(run, segments, latest):
+def table(run, segments, latest):
+    """The run's checks by verdict and by whether they showed every gold sentence."""
     counts = collections.defaultdict(collections.Counter)
     unmatched = collections.Counter()
     for (_, method, trials), r in latest.items():
@@ -87,11 +47,6 @@ def count(run, segments, latest):
             continue
         for c in checks:
             counts[name][(verdict(c), all_shown(segs, c, r["gold_spans"]))] += 1
-    return counts, unmatched
-
-
-def table(run, segments, latest):
-    counts, unmatched = count(run, segments, latest)
     questions = len({r["question"] for r in latest.values()})
     print(f"{run}: answerability checks by verdict, and whether the check showed every gold sentence"
           f" ({questions} questions)")
@@ -105,11 +60,8 @@ def table(run, segments, latest):
         print(f"{name}: {n} rows whose graph memory is not in {run}/memories (not counted)")
 
 
-table(run, segments, latest)
-if other is not None:
-    print()
-    table(other, other_segments, other_latest)
-    print()
+def first_checks(run, other, segments, latest, other_latest):
+    """Each shared question's first check in both runs, paired when they showed the same segments."""
     pairs = collections.Counter()
     different = 0
     for key, r in sorted(latest.items(), key=lambda kv: str(kv[0])):
@@ -129,3 +81,26 @@ if other is not None:
         print(f"| {method} | {va} / {vb} | {'yes' if every else 'no'} | {n} |")
     if different:
         print(f"{different} first checks showed different segments in the two runs (not paired)")
+
+
+args = sys.argv[1:]
+other = None
+if "--against" in args:
+    i = args.index("--against")
+    if i + 1 >= len(args):
+        raise SystemExit("checks.py: --against needs a run directory")
+    other = args[i + 1]
+    del args[i : i + 2]
+run = args[0] if args else "eval/runs/hotpot-longbench-style"
+segments, latest = graph_segments(run), latest_rows(run)
+if other is None:
+    table(run, segments, latest)
+else:
+    other_segments, other_latest = graph_segments(other), latest_rows(other)
+    latest = {k: r for k, r in latest.items() if k in other_latest}
+    other_latest = {k: r for k, r in other_latest.items() if k in latest}
+    table(run, segments, latest)
+    print()
+    table(other, other_segments, other_latest)
+    print()
+    first_checks(run, other, segments, latest, other_latest)

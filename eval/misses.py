@@ -5,7 +5,7 @@
 
 For every row of `method` whose answer context did not hold every gold supporting sentence, this
 reads its trace (RUN/traces/ITEM--METHOD--tN.json) and says, for each gold segment the answer did
-not show (a gold sentence's segment, from the run's graph memories, as eval/checks.py finds it),
+not show (a gold sentence's segment, from the run's graph memories, eval/evidence.py),
 where it was lost:
   - "S_imp rank R, never shown": linked from the question, but ranked below what the start kept
     and no expansion brought it back;
@@ -15,27 +15,17 @@ where it was lost:
 """
 import collections
 import glob
-import gzip
 import json
 import re
 import sys
 
+from evidence import graph_segments, holds_all, latest_rows
+
 run = sys.argv[1] if len(sys.argv) > 1 else "eval/runs/hotpot-longbench-style"
 method = sys.argv[2] if len(sys.argv) > 2 else "kn"
 
-segments = {}
-for path in glob.glob(f"{run}/memories/*-graph-*.qrm.gz"):
-    with gzip.open(path) as f:
-        m = json.load(f)
-    segments[m["question"]] = [(int(s["start"]), int(s["end"])) for s in m["segments"]]
-
-rows = {}
-with open(f"{run}/results.jsonl") as f:
-    for line in f:
-        if line.strip():
-            r = json.loads(line)
-            if r["method"] == method:
-                rows[r["item"]] = r
+segments = graph_segments(run)
+rows = {item: r for (item, m, _), r in latest_rows(run).items() if m == method}
 
 kinds = collections.Counter()
 missed = 0
@@ -44,8 +34,7 @@ for item, r in sorted(rows.items()):
     gold = r.get("gold_spans") or []
     if segs is None or not gold:
         continue
-    shown = r.get("answer_spans") or []
-    if all(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in gold):
+    if holds_all(r.get("answer_spans") or [], gold):
         continue
     missed += 1
     traces = glob.glob(f"{run}/traces/{item}--{method}--t*.json") + glob.glob(
@@ -56,18 +45,19 @@ for item, r in sorted(rows.items()):
         continue
     with open(traces[0]) as f:
         t = json.load(f)
-    ranked = []
+    ranked, checked, added = [], set(), set()
     for s in t["steps"]:
-        m = re.search(r"ranked \[([0-9, ]*)\]", s.get("note") or "")
+        note = s.get("note") or ""
+        m = re.search(r"ranked \[([0-9, ]*)\]", note)
         if s["kind"] == "start" and m:
             ranked = [int(x) for x in m.group(1).split(",") if x.strip()]
-    checked = {i for s in t["steps"] if s["kind"] == "answerability" for i in s["segments"]}
-    added = {int(p[0]) for s in t["steps"] for p in (s.get("s_add") or [])}
-    dropped = set()
-    for s in t["steps"]:
-        m = re.search(r"new segments \[([0-9, ]*)\]", s.get("note") or "")
+        if s["kind"] == "answerability":
+            checked |= set(s["segments"])
+        # S_add, and the segments an expansion found, shown or dropped by the window.
+        added |= {int(p[0]) for p in (s.get("s_add") or [])}
+        m = re.search(r"new segments \[([0-9, ]*)\]", note)
         if m:
-            dropped |= {int(x) for x in m.group(1).split(",") if x.strip()}
+            added |= {int(x) for x in m.group(1).split(",") if x.strip()}
     final = set(t.get("final_segments") or [])
     where = []
     for g0, g1 in gold:
@@ -79,7 +69,7 @@ for item, r in sorted(rows.items()):
             kind = "shown, not in the answer"
         elif i in ranked:
             kind = f"S_imp rank {ranked.index(i) + 1} of {len(ranked)}, never shown"
-        elif i in added or i in dropped:
+        elif i in added:
             kind = "added by an expansion, not shown"
         else:
             kind = "never reached"
