@@ -19,7 +19,7 @@ esac
 prompts=$(mktemp -d)
 trap 'rm -rf "$prompts"' EXIT
 cp prompts/*.txt "$prompts/"
-cp eval/check-probe-answerability.txt "$prompts/answerability.txt"
+cp prompts/probes/answerability-evidence-first.txt "$prompts/answerability.txt"
 mkdir -p "$out/memories"
 bash eval/sync-graphs.sh "$out"
 QRMEM_PROMPTS_DIR="$prompts" ./target/release/qrmem eval --experiment "$exp" \
