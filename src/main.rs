@@ -26,6 +26,39 @@ use args::{
     Global,
 };
 
+/// Writes to standard output. A closed pipe (`qrmem export ... | head`) is an error that
+/// `main` turns into a quiet exit with status 0, as `head` expects of the programs before it.
+fn write_stdout(args: std::fmt::Arguments) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `print!` that returns the error of a closed pipe instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        write_stdout(format_args!($($arg)*))?
+    };
+}
+
+/// `println!` that returns the error of a closed pipe instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        write_stdout(format_args!($($arg)*))?;
+        write_stdout(format_args!("\n"))?;
+    }};
+}
+
+/// Whether `e` is (caused by) writing to a pipe whose reader has gone.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> {
     let plan = Plan::resolve(&Request {
         experiment: args.experiment.clone(),
@@ -80,7 +113,7 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
         }
     }
     let report = experiment::report(config, &plan, &args.out)?;
-    println!("{}", report.to_markdown());
+    outln!("{}", report.to_markdown());
     eprintln!("wrote {}", args.out.join("report.md").display());
     Ok(ExitCode::SUCCESS)
 }
@@ -109,7 +142,13 @@ fn load_config(g: &Global) -> Result<(Config, ConfigSource)> {
     Ok((config, source))
 }
 
+/// The ledger and the wall time, when an LLM call was made (a command that failed before its
+/// first call has no cost to report).
 fn print_ledger(ledger: &LedgerSnapshot, wall: std::time::Duration) {
+    let total = ledger.total();
+    if total.requests + total.cache_hits == 0 {
+        return;
+    }
     eprintln!("\n{ledger}wall time {:.2} s", wall.as_secs_f64());
 }
 
@@ -178,7 +217,7 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
     }
     match outcome {
         Ok(text) => {
-            println!("{}", text.trim_end());
+            outln!("{}", text.trim_end());
             print_ledger(&ledger, started.elapsed());
             Ok(())
         }
@@ -204,6 +243,9 @@ fn embedder(config: &Config, lenient: bool) -> Result<Box<dyn Embedder>> {
 }
 
 async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
+    if args.question.trim().is_empty() {
+        bail!("--question is empty: give the question to answer");
+    }
     let mut config = config.clone();
     if let Some(n) = args.max_trials {
         config.navigate.max_trials = n;
@@ -260,7 +302,7 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
         std::fs::write(path, serde_json::to_vec_pretty(&trace)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    println!("{}", trace.answer);
+    outln!("{}", trace.answer);
     eprintln!("\n{}", trace.summary());
     print_ledger(&ledger, started.elapsed());
     Ok(())
@@ -353,8 +395,8 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
     let ledger = svc.ledger().snapshot();
     match built {
         Ok((_, description)) => {
-            println!("{description}");
-            println!("wrote {}", args.out.display());
+            outln!("{description}");
+            outln!("wrote {}", args.out.display());
             print_ledger(&ledger, started.elapsed());
             Ok(())
         }
@@ -376,17 +418,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let mut checks = doctor::run(&config, &source).await;
             checks.push(doctor::embedder_check(&config));
             for c in &checks {
-                println!("{c}");
+                outln!("{c}");
             }
             let failed = checks
                 .iter()
                 .filter(|c| c.status == doctor::Status::Fail)
                 .count();
             if failed > 0 {
-                println!("\n{failed} check(s) failed.");
+                outln!("\n{failed} check(s) failed.");
                 Ok(ExitCode::from(1))
             } else {
-                println!("\nAll required checks passed.");
+                outln!("\nAll required checks passed.");
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -402,8 +444,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(args) => eval(&config, &cli.global, args).await,
         Command::Inspect { memory, top } => {
             let m = methods::open(memory)?;
-            print!("{}", m.describe(*top));
-            println!("\n{}", m.ledger());
+            out!("{}", m.describe(*top));
+            outln!("\n{}", m.ledger());
             Ok(ExitCode::SUCCESS)
         }
         Command::View(args) => {
@@ -429,7 +471,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             match &args.out {
                 Some(path) => std::fs::write(path, text)
                     .with_context(|| format!("writing {}", path.display()))?,
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -448,7 +490,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Config => {
-            println!("# source: {source}\n{}", config.to_toml()?);
+            outln!("# source: {source}\n{}", config.to_toml()?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -479,6 +521,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        // The reader of our output has gone (`| head`): nothing more to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

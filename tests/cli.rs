@@ -345,3 +345,123 @@ fn a_report_only_rewrite_keeps_the_runs_notes_and_adds_the_experiments() {
         text(&out)
     );
 }
+
+// The papercuts a new user meets (issue 58).
+
+#[test]
+fn a_blank_question_is_refused_before_any_call_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("doc.txt");
+    std::fs::write(&doc, "Alpha lives in Beta. Beta is a town.").unwrap();
+    // Nothing listens at this URL: a call would fail differently.
+    let o = qrmem(
+        &["ask", "--doc", doc.to_str().unwrap(), "--question", "   "],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("--question is empty"), "{t}");
+    // No ledger for a command that made no call.
+    assert!(!t.contains("wall time") && !t.contains("requests"), "{t}");
+}
+
+#[test]
+fn a_command_that_fails_before_any_call_prints_no_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = qrmem(
+        &["ask", "--doc", "no-such-file.txt", "--question", "Where?"],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("no-such-file.txt"), "{t}");
+    assert!(!t.contains("wall time"), "{t}");
+    let doc = dir.path().join("doc.txt");
+    std::fs::write(&doc, "Alpha lives in Beta.").unwrap();
+    let o = qrmem(
+        &[
+            "ask",
+            "--doc",
+            doc.to_str().unwrap(),
+            "--question",
+            "Where?",
+            "--method",
+            "no-such-method",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    let t = text(&o);
+    assert!(t.contains("unknown method"), "{t}");
+    assert!(!t.contains("wall time"), "{t}");
+}
+
+#[test]
+fn output_to_a_closed_pipe_ends_quietly_with_status_0() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    // A memory to export: the segments of a long document (no LLM needed).
+    let doc = dir.path().join("doc.txt");
+    let text_of_doc: String = (0..3000)
+        .map(|i| format!("Sentence {i} names Entity{i} of Place{i}. "))
+        .collect();
+    std::fs::write(&doc, text_of_doc).unwrap();
+    let memory = dir.path().join("m.qrm");
+    let o = qrmem(
+        &[
+            "build",
+            "--kind",
+            "segments",
+            "--doc",
+            doc.to_str().unwrap(),
+            "--out",
+            memory.to_str().unwrap(),
+            "--no-vectors",
+        ],
+        "http://127.0.0.1:9/v1",
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // `qrmem export ... | head -c 10`: read 10 bytes, then close the pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["export", memory.to_str().unwrap(), "--format", "json"])
+        .env("HOME", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_refused_local_server_fails_fast_with_the_command_that_starts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let o = qrmem(&["chat", "Say hi"], &url, dir.path());
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(
+        t.contains(&url) && t.contains("scripts/llm-server.sh start"),
+        "{t}"
+    );
+    // The client logs every retry (RUST_LOG=trace): there is none.
+    assert!(!t.contains("retrying"), "{t}");
+}
