@@ -534,6 +534,7 @@ pub async fn run(
                             prompts: ctx.prompts,
                             embedder: ctx.embedder,
                             window,
+                            gold: None,
                         };
                         let t = Instant::now();
                         let outcome =

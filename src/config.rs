@@ -254,6 +254,16 @@ pub struct NavigateConfig {
     /// the window holds). The small models answer worse from more text (bm25-top5 against
     /// bm25-top3), so a method can be compared at a baseline's size.
     pub answer_segments: usize,
+    /// The final answer prompt shows sentences instead of whole segments, at most this many
+    /// tokens of them (0: whole segments, the paper): the sentences of the final segments that
+    /// name the question's or the path's entities or match the question, each with a
+    /// neighbouring sentence, under their passages' titles, in document order.
+    pub answer_sentence_tokens: usize,
+    /// KN's answerability check stops navigation when the probability the model gives the
+    /// "answerable" action (-2), read from the action token's log probabilities, is at least
+    /// this (0: the sampled action decides, as in the paper; also when the server returns no
+    /// log probabilities).
+    pub check_threshold: f64,
 }
 
 impl Default for NavigateConfig {
@@ -272,6 +282,8 @@ impl Default for NavigateConfig {
             answer_order: "document".to_string(),
             final_context: "ranked".to_string(),
             answer_segments: 0,
+            answer_sentence_tokens: 0,
+            check_threshold: 0.0,
         }
     }
 }
@@ -545,6 +557,13 @@ impl Config {
             .parse::<crate::navigate::FinalContext>()
         {
             return Err(bad("navigate.final_context", why));
+        }
+        let t = self.navigate.check_threshold;
+        if !(0.0..=1.0).contains(&t) {
+            return Err(bad(
+                "navigate.check_threshold",
+                format!("{t} must lie in [0, 1]: a probability (0 turns the threshold off)"),
+            ));
         }
         Ok(())
     }

@@ -50,6 +50,10 @@ pub enum LlmError {
     Timeout { url: String, secs: f64 },
     #[error("cannot reach the LLM server at {url}: {message}")]
     Connect { url: String, message: String },
+    /// Nothing listens at the one local URL configured: not retried, since waiting does not
+    /// start a server.
+    #[error("nothing is listening at {url} (connection refused): start the local server with `scripts/llm-server.sh start` (`--model 1.5b` for the larger model), or point --llm-base-url at a running server")]
+    ServerDown { url: String },
     /// The server answered 200 with a body that is not an OpenAI chat completion.
     #[error("LLM server {url} sent a malformed response: {message}")]
     Protocol { url: String, message: String },

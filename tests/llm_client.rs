@@ -31,6 +31,7 @@ fn request() -> ChatRequest {
             max_tokens: 16,
             frequency_penalty: 0.0,
             seed: None,
+            top_logprobs: 0,
         },
         schema: None,
     }
@@ -195,23 +196,43 @@ async fn client_errors_are_not_retried() {
 }
 
 #[tokio::test]
-async fn unreachable_server_is_a_connect_error() {
+async fn a_local_server_that_is_not_running_fails_at_once_saying_how_to_start_it() {
     // Bind and drop: nothing listens on that port any more.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
     let client = OpenAiClient::new(
         &LlmConfig {
-            max_retries: 1,
-            ..config(vec![format!("http://127.0.0.1:{port}/v1")])
+            max_retries: 3,
+            backoff_base_ms: 2_000,
+            ..config(vec![url.clone()])
         },
         Secret::default(),
     )
     .unwrap();
+    // Not RetriesExhausted: the first refusal ends the call.
     let err = client.chat(&request()).await.unwrap_err();
-    match err {
+    assert!(matches!(err, LlmError::ServerDown { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&url) && text.contains("scripts/llm-server.sh start"),
+        "{text}"
+    );
+    assert!(!err.is_retryable());
+
+    // With another server to go to, a refused one is a connection error, retried elsewhere.
+    let client = OpenAiClient::new(
+        &LlmConfig {
+            max_retries: 1,
+            ..config(vec![url.clone(), url])
+        },
+        Secret::default(),
+    )
+    .unwrap();
+    match client.chat(&request()).await.unwrap_err() {
         LlmError::RetriesExhausted { last, .. } => {
             assert!(matches!(*last, LlmError::Connect { .. }), "{last}")
         }

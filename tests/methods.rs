@@ -154,6 +154,7 @@ async fn a_method_refuses_a_memory_of_another_kind_without_calling_the_llm() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        gold: None,
     };
     let nav = Options::from_config(&Config::default().navigate).unwrap();
     let memwalker = Prepared::Kt(Box::new(kt(Variant::MemWalker)));
@@ -216,6 +217,7 @@ async fn vanilla_middle_keeps_the_head_and_tail_and_records_both_spans() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(1024, 128),
+        gold: None,
     };
     let trace = methods::run(&spec, &ctx, &nav, &memory, "Is it long?", &[])
         .await
@@ -327,4 +329,126 @@ async fn ask_opens_a_saved_memory_and_answers_with_the_method_its_kind_or_the_fl
     assert_eq!(outcome.trace.method, "contriever-top1");
     assert!(outcome.built.unwrap().contains("segments"));
     assert_eq!(methods::open(&saved).unwrap().kind(), MemoryKind::Segments);
+}
+
+/// A LongBench-style document: passages under their headers, one gold sentence in each of two.
+fn passages_doc() -> (String, Vec<(usize, usize)>) {
+    let kinds = [
+        "amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo",
+        "jade", "krill", "lilac",
+    ];
+    let mut doc = String::new();
+    for (k, kind) in kinds.iter().enumerate() {
+        let i = k + 1;
+        if i > 1 {
+            doc.push_str("\n\n");
+        }
+        doc.push_str(&format!(
+            "Passage {i}:\nTitle {i}\nTitle {i} is a thing of the {kind} kind. It has the colour number {i}. It is long enough to be a sentence."
+        ));
+    }
+    let span = |needle: &str| {
+        let s = doc.find(needle).unwrap();
+        (s, s + needle.len())
+    };
+    let gold = vec![
+        span("It has the colour number 3."),
+        span("It has the colour number 9."),
+    ];
+    (doc, gold)
+}
+
+#[tokio::test]
+async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let (doc, gold) = passages_doc();
+    let memory = Prepared::Graph(Box::new(Memory::segments_only(
+        &doc,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )));
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: Some(&gold),
+    };
+    let sentences: MethodSpec = "gold-sentences".parse().unwrap();
+    let t = methods::run(&sentences, &ctx, &nav, &memory, "Which colour?", &[])
+        .await
+        .unwrap();
+    assert_eq!(t.method, "gold-sentences");
+    let prompt = seen.lock().unwrap()[0].clone();
+    assert!(prompt.contains(
+        "Passage 3:\nTitle 3\nIt has the colour number 3.\n\nPassage 9:\nTitle 9\nIt has the colour number 9."
+    ));
+    assert!(!prompt.contains("is a thing of") && !prompt.contains("Passage 4:"));
+    let recall = qrmem::eval::evidence::recall(&gold, &t.answer_spans);
+    assert_eq!(recall, Some((2, 2)));
+
+    let passages: MethodSpec = "gold-passages".parse().unwrap();
+    methods::run(&passages, &ctx, &nav, &memory, "Which colour?", &[])
+        .await
+        .unwrap();
+    let prompt = seen.lock().unwrap()[1].clone();
+    assert!(prompt.contains(
+        "Passage 3:\nTitle 3\nTitle 3 is a thing of the cobalt kind. It has the colour number 3. It is long enough to be a sentence."
+    ));
+    assert!(prompt.contains("Passage 9:") && !prompt.contains("Passage 4:"));
+
+    // Without gold evidence (qrmem ask, batch, a dataset without supporting facts): a clear
+    // error and no LLM call.
+    let no_gold = Ctx { gold: None, ..ctx };
+    let err = methods::run(&sentences, &no_gold, &nav, &memory, "Which colour?", &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MethodError::NoGoldEvidence { .. }), "{err}");
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn bm25_sentences_shows_the_best_sentences_within_its_budget() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let (doc, _) = passages_doc();
+    let memory = Prepared::Graph(Box::new(Memory::segments_only(
+        &doc,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )));
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = "bm25-sentences40".parse().unwrap();
+    let t = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &memory,
+        "Which thing is of the garnet kind?",
+        &[],
+    )
+    .await
+    .unwrap();
+    let prompt = seen.lock().unwrap()[0].clone();
+    let shown = prompt.split("\"\"\"").nth(1).unwrap().trim().to_string();
+    assert!(qrmem::text::count_tokens(&shown) <= 40, "{shown}");
+    // The best sentence is there under its title; the rest are other "thing ... kind"
+    // sentences and neighbours, in document order.
+    assert!(
+        shown.contains("Passage 7:\nTitle 7\nTitle 7 is a thing of the garnet kind."),
+        "{shown}"
+    );
+    assert!(!shown.contains("Passage 12:"), "{shown}");
+    assert!(!t.answer_spans.is_empty());
 }

@@ -146,6 +146,8 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         answer_order: Order::Document,
         final_context: FinalContext::default(),
         answer_segments: 0,
+        answer_sentence_tokens: 0,
+        check_threshold: 0.0,
     }
 }
 
@@ -414,6 +416,7 @@ async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<Scripted
         prompts: &prompts,
         embedder: &Bow,
         window: qrmem::navigate::Window::new(window, 256),
+        gold: None,
     };
     let t = qrmem::methods::answer(name.parse().unwrap(), &ctx, m, QUESTION, &[])
         .await
@@ -731,4 +734,150 @@ async fn a_check_with_the_answer_in_the_wrong_field_answers() {
     );
     // No final answer call: the check answered.
     assert_eq!(llm.received().len(), 1 + 2);
+}
+
+/// A responder whose answerability replies are `CANNOT` with log probabilities that give the
+/// action -2 the probability `p2`; everything else as `responder`.
+fn responder_with_p(p2: f64) -> impl Fn(&ChatRequest) -> Scripted + Send + Sync {
+    let plain = responder(vec![]);
+    move |r: &ChatRequest| {
+        if !prompt_of(r).contains("If the answer CANNOT be inferred") {
+            return plain(r);
+        }
+        let digit = CANNOT.find("-1").unwrap() + 1;
+        let lp = |t: &str, top: Vec<(&str, f64)>| qrmem::llm::TokenLogprob {
+            token: t.to_string(),
+            logprob: top.first().map_or(0.0, |x| x.1.ln()),
+            top: top
+                .into_iter()
+                .map(|(s, p)| (s.to_string(), p.ln()))
+                .collect(),
+        };
+        Scripted::WithLogprobs(
+            CANNOT.to_string(),
+            vec![
+                lp(&CANNOT[..digit], vec![]),
+                lp("1", vec![("1", 1.0 - p2), ("2", p2)]),
+                lp(&CANNOT[digit + 1..], vec![]),
+            ],
+        )
+    }
+}
+
+async fn ask_with(m: &Memory, opts: Options, llm: Arc<ScriptedLlm>) -> Trace {
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = Prompts::load().unwrap();
+    let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone())
+        .ask(QUESTION, &[])
+        .await
+        .unwrap();
+    for r in llm.received() {
+        let t = count_tokens(&prompt_of(&r));
+        assert!(
+            t + opts.reply_tokens <= opts.context_window,
+            "a prompt of {t} tokens exceeds L={}",
+            opts.context_window
+        );
+    }
+    trace
+}
+
+#[tokio::test]
+async fn kn_stops_when_the_checks_p_answerable_passes_the_threshold() {
+    let m = memory(5);
+    let mut opts = options(Method::Kn, 4096, 4);
+    opts.check_threshold = 0.5;
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder_with_p(0.6)));
+    let t = ask_with(&m, opts.clone(), llm.clone()).await;
+    let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, ["start", "answerability", "answer"]);
+    let check = &t.steps[1];
+    assert!((check.p_answerable.unwrap() - 0.6).abs() < 1e-9);
+    // The sampled action was -1; the probability decided.
+    assert_eq!(check.action, Some(-1));
+    assert!(
+        check.note.contains("P(answerable) 0.600 >= 0.5"),
+        "{}",
+        check.note
+    );
+    assert_eq!(
+        t.steps[2].segments, check.segments,
+        "answered from what the check showed"
+    );
+    assert_eq!(
+        llm.received().len(),
+        3,
+        "question entities, one check, the answer"
+    );
+    assert!(llm.received().iter().any(|r| r.sampling.top_logprobs > 0));
+    let d = t.diagnostics();
+    assert_eq!(d.checks.len(), 1);
+    assert!((d.checks[0].p_answerable.unwrap() - 0.6).abs() < 1e-9);
+
+    // Below the threshold, navigation goes on as without one.
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder_with_p(0.3)));
+    let below = ask_with(&m, opts, llm).await;
+    let checks = below
+        .steps
+        .iter()
+        .filter(|s| s.kind == "answerability")
+        .count();
+    assert!(checks > 1, "{:?}", below.steps);
+    assert!(below
+        .steps
+        .iter()
+        .filter(|s| s.kind == "answerability")
+        .all(|s| (s.p_answerable.unwrap() - 0.3).abs() < 1e-9));
+}
+
+#[tokio::test]
+async fn without_log_probabilities_kn_behaves_as_without_a_threshold() {
+    let m = memory(5);
+    let (plain, _) = ask(&m, options(Method::Kn, 4096, 2), vec![]).await;
+    let mut opts = options(Method::Kn, 4096, 2);
+    opts.check_threshold = 0.5;
+    let (thresholded, _) = ask(&m, opts, vec![]).await;
+    assert_eq!(plain.steps, thresholded.steps);
+    assert_eq!(plain.answer, thresholded.answer);
+    assert!(thresholded.steps.iter().all(|s| s.p_answerable.is_none()));
+}
+
+#[tokio::test]
+async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_its_budget() {
+    let m = memory(40);
+    let mut opts = options(Method::Kn, 4096, 2);
+    opts.answer_sentence_tokens = 60;
+    let (t, llm) = ask(&m, opts, vec![]).await;
+    let answer_prompt = prompt_of(llm.received().last().unwrap());
+    assert!(
+        answer_prompt.contains("give your best guess"),
+        "{answer_prompt}"
+    );
+    let shown = answer_prompt
+        .split("\"\"\"")
+        .nth(1)
+        .expect("the answer prompt quotes its text");
+    assert!(count_tokens(shown.trim()) <= 60, "{shown}");
+    // The path's sentences: Beta (reached through "founded") and Delta, in document order.
+    let beta = shown
+        .find("Beta is the company that Alpha founded")
+        .unwrap_or_else(|| panic!("no Beta sentence in {shown:?}\n{:#?}", t.steps));
+    let delta = shown
+        .find("Delta is the city where Beta has its headquarters")
+        .unwrap_or_else(|| panic!("no Delta sentence in {shown:?}"));
+    assert!(beta < delta, "{shown}");
+    assert!(!shown.contains("Epsilon"), "{shown}");
+    // Not whole segments: the filler is not all there.
+    assert!(!shown.contains(&"word ".repeat(40)), "{shown}");
+    // The answer spans are the sentences shown, not whole segments.
+    let doc: String = m.segments.iter().map(|s| s.text.as_str()).collect();
+    let hq = doc.find("Delta is the city").unwrap();
+    assert!(t.answer_spans.iter().any(|&(a, b)| a <= hq && hq < b));
+    let total: usize = t.answer_spans.iter().map(|(a, b)| b - a).sum();
+    let segments: usize = t
+        .final_segments
+        .iter()
+        .map(|&s| m.segments[s].text.len())
+        .sum();
+    assert!(total < segments, "{total} bytes shown of {segments}");
 }

@@ -493,6 +493,7 @@ pub async fn run(
                             prompts: ctx.prompts,
                             embedder: ctx.embedder,
                             window,
+                            gold: item.gold_spans.as_deref(),
                         };
                         let mut opts = nav.clone();
                         if let Some(t) = trials {

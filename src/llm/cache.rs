@@ -170,6 +170,7 @@ mod tests {
                 max_tokens: 64,
                 frequency_penalty: 0.5,
                 seed: None,
+                top_logprobs: 0,
             },
             schema: None,
         }
@@ -186,6 +187,7 @@ mod tests {
             },
             attempts: 2,
             cached: false,
+            logprobs: Vec::new(),
         }
     }
 

@@ -69,6 +69,27 @@ pub struct Sampling {
     pub frequency_penalty: f32,
     /// Distinguishes the retries of one structured step (and seeds the server's sampler).
     pub seed: Option<u64>,
+    /// Ask for each generated token's log probability and this many alternatives (0: none).
+    /// Absent from the cache key when 0, so the keys of requests that ask for none are those
+    /// of before the field.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub top_logprobs: u8,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
+/// One generated token with its log probability and the most likely alternatives at its
+/// position (the OpenAI `logprobs.content` entries).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f64,
+    /// (token, log probability), most likely first; the generated token is among them when it
+    /// was among the most likely.
+    #[serde(default)]
+    pub top: Vec<(String, f64)>,
 }
 
 /// A JSON Schema the reply must follow.
@@ -189,6 +210,10 @@ pub struct ChatReply {
     /// Whether the reply came from the cache.
     #[serde(default)]
     pub cached: bool,
+    /// Per generated token, its log probability and the alternatives, when the request asked
+    /// for them (`Sampling::top_logprobs`) and the server gave them; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprob>,
 }
 
 impl ChatReply {

@@ -34,6 +34,10 @@ struct Body<'a> {
     seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
 }
 
 #[derive(Serialize)]
@@ -180,6 +184,8 @@ impl OpenAiClient {
             frequency_penalty: Some(request.sampling.frequency_penalty).filter(|p| *p != 0.0),
             seed: request.sampling.seed,
             response_format,
+            logprobs: (request.sampling.top_logprobs > 0).then_some(true),
+            top_logprobs: Some(request.sampling.top_logprobs).filter(|n| *n > 0),
         }
     }
 
@@ -261,6 +267,17 @@ impl OpenAiClient {
                 message.push_str(&s.to_string());
                 source = s.source();
             }
+            // The one server configured is this machine's and refuses: it is not running, and
+            // retrying for a quarter of a minute will not start it.
+            if e.is_connect()
+                && self.base_urls.len() == 1
+                && is_loopback(url)
+                && message.to_lowercase().contains("refused")
+            {
+                return LlmError::ServerDown {
+                    url: url.to_string(),
+                };
+            }
             LlmError::Connect {
                 url: url.to_string(),
                 message,
@@ -275,6 +292,25 @@ fn excerpt(text: &str) -> String {
         Some((i, _)) => format!("{}...", &t[..i]),
         None => t.to_string(),
     }
+}
+
+/// Whether `url` names this machine (localhost, 127.0.0.0/8 or [::1]).
+fn is_loopback(url: &str) -> bool {
+    let rest = url
+        .split_once("://")
+        .map_or(url, |(_, r)| r)
+        .split(['/', '?'])
+        .next()
+        .unwrap_or("");
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => rest.rsplit_once(':').map_or(rest, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Parses an OpenAI chat completion body.
@@ -324,7 +360,44 @@ fn parse_completion(url: &str, text: &str) -> Result<ChatReply, LlmError> {
         },
         attempts: 1,
         cached: false,
+        logprobs: token_logprobs(choice),
     })
+}
+
+/// The `logprobs.content` of a choice (empty when the server sent none).
+fn token_logprobs(choice: &Value) -> Vec<crate::llm::TokenLogprob> {
+    let Some(content) = choice
+        .pointer("/logprobs/content")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    content
+        .iter()
+        .filter_map(|t| {
+            let token = t.get("token")?.as_str()?.to_string();
+            let logprob = t.get("logprob")?.as_f64()?;
+            let top = t
+                .get("top_logprobs")
+                .and_then(Value::as_array)
+                .map(|alts| {
+                    alts.iter()
+                        .filter_map(|a| {
+                            Some((
+                                a.get("token")?.as_str()?.to_string(),
+                                a.get("logprob")?.as_f64()?,
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(crate::llm::TokenLogprob {
+                token,
+                logprob,
+                top,
+            })
+        })
+        .collect()
 }
 
 /// Whether a 400 says the server does not know the `json_schema` response format.
@@ -427,6 +500,21 @@ impl OpenAiClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_urls() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:8080/v1",
+            "http://[::1]:8080/v1",
+            "http://127.0.0.2/v1",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in ["http://10.0.0.1:8080/v1", "https://api.example.com/v1"] {
+            assert!(!is_loopback(url), "{url}");
+        }
+    }
 
     #[test]
     fn backoff_is_bounded_by_the_cap() {

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{ChatReply, ChatRequest, Llm, Usage};
+use super::{ChatReply, ChatRequest, Llm, TokenLogprob, Usage};
 use crate::error::LlmError;
 
 /// One scripted answer.
@@ -18,6 +18,9 @@ pub enum Scripted {
     CutOff(String),
     /// A transport failure (as after the transport's own retries).
     Fail(String),
+    /// A reply with the per-token log probabilities a server gives when asked for them
+    /// (returned only when the request asks, `Sampling::top_logprobs` > 0).
+    WithLogprobs(String, Vec<TokenLogprob>),
 }
 
 /// Computes a reply from the request when the queue is empty.
@@ -95,9 +98,11 @@ impl Llm for ScriptedLlm {
             .iter()
             .map(|m| m.content.split_whitespace().count() as u64)
             .sum();
-        let (content, finish_reason) = match scripted {
-            Scripted::Reply(c) => (c, "stop"),
-            Scripted::CutOff(c) => (c, "length"),
+        let (content, finish_reason, logprobs) = match scripted {
+            Scripted::Reply(c) => (c, "stop", Vec::new()),
+            Scripted::CutOff(c) => (c, "length", Vec::new()),
+            Scripted::WithLogprobs(c, lp) if request.sampling.top_logprobs > 0 => (c, "stop", lp),
+            Scripted::WithLogprobs(c, _) => (c, "stop", Vec::new()),
             Scripted::Fail(message) => {
                 return Err(LlmError::Connect {
                     url: "scripted://".into(),
@@ -115,6 +120,7 @@ impl Llm for ScriptedLlm {
             finish_reason: finish_reason.to_string(),
             attempts: 1,
             cached: false,
+            logprobs,
         })
     }
 }

@@ -130,6 +130,7 @@ impl Service {
             max_tokens: self.policy.max_tokens,
             frequency_penalty: self.policy.frequency_penalty,
             seed: None,
+            top_logprobs: 0,
         }
     }
 
@@ -236,11 +237,37 @@ impl Service {
         schema: Option<JsonSchema>,
         decoding: Option<Decoding>,
     ) -> Result<Structured<T>, LlmError> {
+        self.structured(stage, messages, schema, decoding, 0).await
+    }
+
+    /// [`Self::chat_json`], asking for every generated token's log probability and its
+    /// `top_logprobs` most likely alternatives (in `Structured::reply.logprobs`, empty when the
+    /// server gives none).
+    pub async fn chat_json_logprobs<T: DeserializeOwned>(
+        &self,
+        stage: &str,
+        messages: Vec<Message>,
+        schema: Option<JsonSchema>,
+        top_logprobs: u8,
+    ) -> Result<Structured<T>, LlmError> {
+        self.structured(stage, messages, schema, None, top_logprobs)
+            .await
+    }
+
+    async fn structured<T: DeserializeOwned>(
+        &self,
+        stage: &str,
+        messages: Vec<Message>,
+        schema: Option<JsonSchema>,
+        decoding: Option<Decoding>,
+        top_logprobs: u8,
+    ) -> Result<Structured<T>, LlmError> {
         let total = 1 + self.policy.json_retries;
         let mut last_reply = String::new();
         let mut reason = String::new();
         for attempt in 0..total {
             let mut sampling = self.sampling();
+            sampling.top_logprobs = top_logprobs;
             if let Some(d) = decoding {
                 sampling.max_tokens = d.max_tokens;
                 sampling.frequency_penalty = d.frequency_penalty;

@@ -17,13 +17,18 @@ use crate::navigate::{
     answer_from, option_letter, with_options, NavigateError, Options, Step, Trace, Window,
 };
 use crate::prompts::{PromptId, Prompts};
+use crate::text::sentences::Sentences;
 use crate::text::span::{self, Span};
-use crate::text::{count_tokens, truncate_tokens, Bm25};
+use crate::text::{count_tokens, excerpt, truncate_tokens, Bm25};
 
 /// A baseline method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Baseline {
     Bm25(usize),
+    /// BM25 over the document's sentences: the best sentences, each with a neighbouring
+    /// sentence, under their passages' titles, within this many tokens (the sentence-grain
+    /// context the navigators' `-sentencesN` rows are compared with at the same budget).
+    Bm25Sentences(usize),
     Dense(usize),
     VanillaLeft,
     VanillaRight,
@@ -45,10 +50,14 @@ impl FromStr for Baseline {
             _ => {
                 if let Some(n) = k("bm25-top") {
                     Ok(Baseline::Bm25(n))
+                } else if let Some(n) = k("bm25-sentences")
+                    .filter(|n| s.strip_prefix("bm25-sentences") == Some(n.to_string().as_str()))
+                {
+                    Ok(Baseline::Bm25Sentences(n))
                 } else if let Some(n) = k("contriever-top") {
                     Ok(Baseline::Dense(n))
                 } else {
-                    Err(format!("unknown baseline '{s}' (bm25-topK, contriever-topK, vanilla-left, vanilla-right, full)"))
+                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, contriever-topK, vanilla-left, vanilla-right, full)"))
                 }
             }
         }
@@ -59,6 +68,7 @@ impl fmt::Display for Baseline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Baseline::Bm25(k) => write!(f, "bm25-top{k}"),
+            Baseline::Bm25Sentences(n) => write!(f, "bm25-sentences{n}"),
             Baseline::Dense(k) => write!(f, "contriever-top{k}"),
             Baseline::VanillaLeft => f.write_str("vanilla-left"),
             Baseline::VanillaRight => f.write_str("vanilla-right"),
@@ -68,7 +78,7 @@ impl fmt::Display for Baseline {
 }
 
 pub const FAMILY: Family = Family {
-    names: "bm25-topK, contriever-topK, vanilla-left, vanilla-right, full",
+    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), contriever-topK, vanilla-left, vanilla-right, full",
     parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
 };
 
@@ -103,6 +113,7 @@ impl Method for Baseline {
             Baseline::Bm25(_) | Baseline::Dense(_) | Baseline::Full => {
                 Recorded::Segments { answer: true }
             }
+            Baseline::Bm25Sentences(_) => Recorded::Unknown,
         }
     }
 }
@@ -158,6 +169,22 @@ pub async fn answer(
             (0..memory.segments.len()).collect(),
             "the whole document, no truncation".into(),
         ),
+        Baseline::Bm25Sentences(n) => {
+            let shown = bm25_sentences(prompts, window, memory, &document, &q, n)?;
+            let note = format!(
+                "{} sentences, {} tokens (budget {n})",
+                shown.excerpt.sentences.len(),
+                shown.excerpt.tokens
+            );
+            let text = ShownText {
+                text: shown.excerpt.text,
+                segments: shown.segments,
+                spans: shown.excerpt.spans,
+                note,
+            };
+            return one_prompt_answer(ctx, &baseline.to_string(), question, options, before, text)
+                .await;
+        }
     };
     let spans = match baseline {
         Baseline::VanillaLeft | Baseline::VanillaRight => span::merge(vec![vanilla_span(
@@ -240,6 +267,53 @@ pub async fn one_prompt_answer(
     })
 }
 
+/// What bm25-sentencesN shows: the excerpt and the segments its sentences lie in.
+pub struct SentenceContext {
+    pub excerpt: excerpt::Excerpt,
+    pub segments: Vec<usize>,
+}
+
+/// The document's sentences ranked by BM25 against `q` (those sharing a word with it), each
+/// with a neighbouring sentence, within `budget` tokens (and the answer prompt's room).
+pub fn bm25_sentences(
+    prompts: &Prompts,
+    window: Window,
+    memory: &Memory,
+    document: &str,
+    q: &str,
+    budget: usize,
+) -> Result<SentenceContext, NavigateError> {
+    let index = Sentences::of(document);
+    let texts: Vec<&str> = index
+        .sentences
+        .iter()
+        .map(|s| &document[s.span.0..s.span.1])
+        .collect();
+    let priority: Vec<usize> = Bm25::new(&texts)
+        .rank(q)
+        .into_iter()
+        .filter(|&(_, x)| x > 0.0)
+        .map(|(i, _)| i)
+        .collect();
+    let budget = budget.min(answer_room(prompts, window, q)?);
+    let excerpt = excerpt::fit(document, &index, &priority, budget, true);
+    let segments: std::collections::BTreeSet<usize> = excerpt
+        .sentences
+        .iter()
+        .filter_map(|&i| {
+            let start = index.sentences[i].span.0;
+            memory
+                .segments
+                .iter()
+                .position(|s| s.start <= start && start < s.end)
+        })
+        .collect();
+    Ok(SentenceContext {
+        excerpt,
+        segments: segments.into_iter().collect(),
+    })
+}
+
 /// The byte range of every segment of `memory`.
 pub fn segment_spans(memory: &Memory) -> Vec<Span> {
     memory.segments.iter().map(|s| (s.start, s.end)).collect()
@@ -297,6 +371,7 @@ mod tests {
         for name in [
             "bm25-top1",
             "bm25-top3",
+            "bm25-sentences1200",
             "contriever-top2",
             "vanilla-left",
             "vanilla-right",
@@ -305,6 +380,8 @@ mod tests {
             assert_eq!(name.parse::<Baseline>().unwrap().to_string(), name);
         }
         assert!("bm25-top0".parse::<Baseline>().is_err());
+        assert!("bm25-sentences0".parse::<Baseline>().is_err());
+        assert!("bm25-sentences012".parse::<Baseline>().is_err());
         assert!("kn".parse::<Baseline>().is_err());
     }
 }

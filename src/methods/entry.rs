@@ -147,6 +147,7 @@ pub async fn ask(
         prompts: ctx.prompts,
         embedder: ctx.embedder,
         window: Window::new(nav.context_window, nav.reply_tokens),
+        gold: None,
     };
     let trace = run(&spec, &actx, &opts, &prepared, &req.question, &req.options).await?;
     Ok(AskOutcome { trace, built })

@@ -82,6 +82,7 @@ pub const FAMILIES: &[&Family] = &[
     &super::navigators::FAMILY,
     &super::baseline::FAMILY,
     &super::vanilla_middle::FAMILY,
+    &super::oracle::FAMILY,
     &super::summary_tree::FAMILY,
     &super::knowledge_tree::FAMILY,
     &super::garlic::FAMILY,

@@ -6,7 +6,8 @@
 //! - answer a question from it with a [`Trace`](crate::navigate::Trace) ([`run`]).
 //!
 //! The methods: the QRMeM navigators and ablations ([`navigators`]), the paper's baselines
-//! ([`baseline`], [`vanilla_middle`]) and the seed systems ([`summary_tree`],
+//! ([`baseline`], [`vanilla_middle`]), the oracle rows of the answer step's ceiling
+//! ([`oracle`]) and the seed systems ([`summary_tree`],
 //! [`knowledge_tree`], [`garlic`]).
 
 pub mod baseline;
@@ -15,6 +16,7 @@ pub mod garlic;
 pub mod knowledge_tree;
 pub mod method;
 pub mod navigators;
+pub mod oracle;
 mod spec;
 mod store;
 pub mod summary_tree;
@@ -34,10 +36,14 @@ use crate::llm::Service;
 use crate::navigate::Window;
 use crate::prompts::Prompts;
 
-/// What every method answers with: the LLM, the prompts, the embedder and the window.
+/// What every method answers with: the LLM, the prompts, the embedder and the window, and,
+/// in the eval harness, the question's gold evidence (read only by the oracle rows).
 pub struct Ctx<'a> {
     pub llm: &'a Service,
     pub prompts: &'a Prompts,
     pub embedder: &'a dyn Embedder,
     pub window: Window,
+    /// The byte ranges of the question's gold supporting sentences in the document, where the
+    /// dataset gives them (`qrmem eval` only; None elsewhere).
+    pub gold: Option<&'a [crate::text::Span]>,
 }

@@ -25,10 +25,16 @@ pub struct Navigate {
     /// The final answer prompt shows at most this many segments, the best first (0: as
     /// configured).
     pub answer_segments: usize,
+    /// The final answer prompt shows at most this many tokens of sentences instead of whole
+    /// segments (0: as configured).
+    pub answer_sentences: usize,
+    /// KN stops when the check's P(answerable) is at least this many hundredths (0: as
+    /// configured).
+    pub check_percent: u32,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity",
     parse,
 };
 
@@ -37,6 +43,18 @@ fn parse(name: &str) -> Option<MethodSpec> {
     let (name, relevance_order) = match name.strip_suffix("-relevance-order") {
         Some(base) => (base, true),
         None => (name, false),
+    };
+    // "kn-check<P>": KN stops when the check's P(answerable) is at least P% (1..=99).
+    let (name, check_percent) = match suffix_number(name, "-check") {
+        Some((base, p)) if (1..=99).contains(&p) && base.starts_with("kn") => (base, p as u32),
+        Some(_) => return None,
+        None => (name, 0),
+    };
+    // Any navigator with "-sentences<N>": its final answer shows N tokens of sentences.
+    let (name, answer_sentences) = match suffix_number(name, "-sentences") {
+        Some((base, n)) if n > 0 => (base, n),
+        Some(_) => return None,
+        None => (name, 0),
     };
     // Any navigator with "-answer-top<N>": its final answer prompt shows at most N segments.
     let (name, answer_segments) = match name.rsplit_once("-answer-top") {
@@ -61,6 +79,8 @@ fn parse(name: &str) -> Option<MethodSpec> {
             relevance_order,
             final_s_mix,
             answer_segments,
+            answer_sentences,
+            check_percent,
         }))
     };
     match name {
@@ -84,6 +104,13 @@ fn parse(name: &str) -> Option<MethodSpec> {
     nav(method, reflection, navigation, MemoryKind::Graph)
 }
 
+/// `name` as `base` + `marker` + a number written plainly (no sign, no leading zero).
+fn suffix_number<'a>(name: &'a str, marker: &str) -> Option<(&'a str, usize)> {
+    let (base, n) = name.rsplit_once(marker)?;
+    let k = n.parse::<usize>().ok()?;
+    (k.to_string() == n).then_some((base, k))
+}
+
 #[async_trait]
 impl Method for Navigate {
     fn name(&self) -> String {
@@ -101,6 +128,16 @@ impl Method for Navigate {
         };
         let base = if self.answer_segments > 0 {
             format!("{base}-answer-top{}", self.answer_segments)
+        } else {
+            base
+        };
+        let base = if self.answer_sentences > 0 {
+            format!("{base}-sentences{}", self.answer_sentences)
+        } else {
+            base
+        };
+        let base = if self.check_percent > 0 {
+            format!("{base}-check{}", self.check_percent)
         } else {
             base
         };
@@ -142,6 +179,12 @@ impl Method for Navigate {
         }
         if self.answer_segments > 0 {
             opts.answer_segments = self.answer_segments;
+        }
+        if self.answer_sentences > 0 {
+            opts.answer_sentence_tokens = self.answer_sentences;
+        }
+        if self.check_percent > 0 {
+            opts.check_threshold = f64::from(self.check_percent) / 100.0;
         }
         Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
             .ask(question, options)

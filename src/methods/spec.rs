@@ -153,6 +153,10 @@ pub enum MethodError {
     /// A memory file that cannot be read or written (the message names the file).
     #[error("{0}")]
     File(String),
+    /// An oracle row (gold-sentences, gold-passages) for an item without gold evidence: only
+    /// the eval harness knows an item's evidence, and only for datasets that give it.
+    #[error("{method} shows the item's gold evidence, and this question has none (only `qrmem eval` on a dataset with supporting facts, such as hotpotqa or longbench-style, gives it)")]
+    NoGoldEvidence { method: String },
     /// The store may only read memories (`MemoryDir::reuse_only`) and this one is not built.
     #[error("no {kind} memory built by {model} is in {path} (this run reads memories, it does not build them)")]
     NotBuilt {

@@ -58,6 +58,19 @@ impl Navigator<'_> {
                     ..check
                 });
             }
+            if check.stop {
+                // The check's P(answerable) passed the threshold but its reply gives no
+                // answer: answer from what it was shown.
+                run.focus.extend(path.iter().copied());
+                return self
+                    .final_answer(
+                        run,
+                        &shown,
+                        &[],
+                        "the check's P(answerable) passed the threshold: answered from its segments",
+                    )
+                    .await;
+            }
             if !self.opts.navigation {
                 return self
                     .final_answer(run, s_imp, &[], "no navigation (ablation)")
@@ -160,6 +173,7 @@ impl Navigator<'_> {
             }
         }
         // Trials exhausted (or nothing left to expand).
+        run.focus.extend(path.iter().copied());
         match self.opts.final_context {
             FinalContext::SMix => {
                 let add = sorted(&s_add);
@@ -195,6 +209,12 @@ impl Navigator<'_> {
                     ranked.len(),
                     path_names
                 );
+                if self.opts.answer_sentence_tokens > 0 {
+                    // Sentences are chosen from every ranked segment, not only those that
+                    // would fit whole.
+                    let all: Vec<usize> = ranked.iter().map(|&(s, _)| s).collect();
+                    return self.sentence_answer(run, &all, &note).await;
+                }
                 self.final_answer(run, &best, &[], &note).await
             }
         }

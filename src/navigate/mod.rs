@@ -4,6 +4,7 @@
 
 mod ges;
 mod kn;
+mod sentences;
 mod te;
 mod window;
 
@@ -116,6 +117,13 @@ pub struct Options {
     /// the window holds).
     #[serde(default)]
     pub answer_segments: usize,
+    /// The final answer prompt shows at most this many tokens of sentences instead of whole
+    /// segments (0: whole segments).
+    #[serde(default)]
+    pub answer_sentence_tokens: usize,
+    /// KN stops when the check's P(answerable) is at least this (0: the sampled action decides).
+    #[serde(default)]
+    pub check_threshold: f64,
 }
 
 impl Options {
@@ -134,6 +142,8 @@ impl Options {
             answer_order: c.answer_order.parse()?,
             final_context: c.final_context.parse()?,
             answer_segments: c.answer_segments,
+            answer_sentence_tokens: c.answer_sentence_tokens,
+            check_threshold: c.check_threshold,
         })
     }
 }
@@ -165,6 +175,10 @@ pub struct Step {
     /// The reasoning or the failure reason R.
     pub reason: String,
     pub note: String,
+    /// Answerability steps: the probability the model gave the "answerable" action (-2) at the
+    /// action token, when the server returned log probabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_answerable: Option<f64>,
 }
 
 /// One answerability check as the diagnostics record it.
@@ -177,6 +191,9 @@ pub struct CheckRecord {
     /// The reply never parsed (counted as -1).
     #[serde(default)]
     pub failed: bool,
+    /// P(answerable) read from the action token's log probabilities (None: not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_answerable: Option<f64>,
 }
 
 /// Per-question navigation diagnostics (a `results.jsonl` row's `nav`).
@@ -274,6 +291,7 @@ impl Trace {
                             segments: st.segments.clone(),
                             action: st.action,
                             failed: st.note == "check failed",
+                            p_answerable: st.p_answerable,
                         });
                     }
                 }
@@ -517,11 +535,15 @@ const LONG_ANSWER_WORDS: usize = 12;
 const SHORT_ANSWER_WORDS: usize = 8;
 
 /// The outcome of an answerability check.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(crate) struct Check {
+    /// The check answered: its verdict says stop and its reply gives an answer.
     pub answered: bool,
     pub answer: String,
     pub reasoning: String,
+    /// The verdict says stop, but the reply gives no answer (a -1 sampled while P(answerable)
+    /// passed `navigate.check_threshold`): the final answer step answers from what was shown.
+    pub stop: bool,
 }
 
 /// Navigates one memory. Cheap to create per question.
@@ -545,6 +567,11 @@ pub(crate) struct Run {
     pub s_imp_kept: Option<usize>,
     /// The question has options (the answer may be an option's text).
     pub multiple_choice: bool,
+    /// The entities a sentence-grain answer context looks for: E_s, then the path's.
+    pub focus: BTreeSet<NodeIndex>,
+    /// The document ranges the final answer prompt showed, when it showed sentences rather
+    /// than whole segments.
+    pub answer_spans: Option<Vec<Span>>,
 }
 
 impl Run {
@@ -589,8 +616,11 @@ impl<'a> Navigator<'a> {
             s_imp: None,
             s_imp_kept: None,
             multiple_choice: !options.is_empty(),
+            focus: BTreeSet::new(),
+            answer_spans: None,
         };
         let start = self.start(&mut run).await?;
+        run.focus = start.clone();
         let all = self.segments_of(&start);
         run.s_imp = Some(all.len());
         let start_names = self.names(&start);
@@ -623,6 +653,7 @@ impl<'a> Navigator<'a> {
         };
         let after = self.llm.ledger().snapshot();
         let (requests, cache_hits, prompt_tokens, completion_tokens) = delta(&before, &after);
+        let answer_spans = run.answer_spans.take();
         let answer = if options.is_empty() {
             outcome.answer.trim().to_string()
         } else {
@@ -659,6 +690,14 @@ impl<'a> Navigator<'a> {
             .map(|s| (s.start, s.end))
             .collect();
         trace.set_spans(&units);
+        if let Some(shown) = answer_spans {
+            // Sentences, not whole segments: the answer showed these ranges; the checks showed
+            // whole segments.
+            let mut read = trace.read_spans.clone();
+            read.extend(&shown);
+            trace.read_spans = span::merge(read);
+            trace.answer_spans = shown;
+        }
         Ok(trace)
     }
 
@@ -943,17 +982,26 @@ impl<'a> Navigator<'a> {
         }, "required": ["reasoning", "verdict_action", "verdict_answer"]});
         let check = match self
             .llm
-            .chat_json::<Answerability>(
+            .chat_json_logprobs::<Answerability>(
                 "answerability",
                 vec![Message::user(p)],
                 Some(JsonSchema {
                     name: "answerability".into(),
                     schema,
                 }),
+                CHECK_TOP_LOGPROBS,
             )
             .await
         {
             Ok(r) => {
+                let p_answerable = p_answerable(&r.reply.content, &r.reply.logprobs);
+                if p_answerable.is_none() && !r.reply.logprobs.is_empty() {
+                    tracing::debug!("no action token found among the check's log probabilities");
+                }
+                if r.reply.logprobs.is_empty() {
+                    warn_no_logprobs(self.opts.check_threshold);
+                }
+                step.p_answerable = p_answerable;
                 let a = r.value;
                 let given = check_answer(
                     a.action,
@@ -963,9 +1011,15 @@ impl<'a> Navigator<'a> {
                     &run.question,
                     run.multiple_choice,
                 );
-                let answered = given.is_ok();
-                step.action = Some(if answered { -2 } else { -1 });
+                let sampled = given.is_ok();
+                step.action = Some(if sampled { -2 } else { -1 });
                 step.reason = a.reasoning.clone();
+                // The verdict: P(answerable) against the threshold when both are there, else
+                // the sampled action.
+                let verdict = match (self.opts.check_threshold, p_answerable) {
+                    (t, Some(p)) if t > 0.0 => p >= t,
+                    _ => sampled,
+                };
                 match &given {
                     Err(why) => step.note = why.clone(),
                     Ok(found) if found.as_str() != a.answer.trim() => {
@@ -976,8 +1030,18 @@ impl<'a> Navigator<'a> {
                     }
                     Ok(_) => {}
                 }
+                if let Some(p) = p_answerable.filter(|_| self.opts.check_threshold > 0.0) {
+                    let t = self.opts.check_threshold;
+                    let said = if verdict { ">=" } else { "<" };
+                    let mut note = format!("P(answerable) {p:.3} {said} {t}");
+                    if !step.note.is_empty() {
+                        note = format!("{}; {note}", step.note);
+                    }
+                    step.note = note;
+                }
                 Check {
-                    answered,
+                    answered: verdict && sampled,
+                    stop: verdict && !sampled,
                     answer: given.unwrap_or(a.answer),
                     reasoning: a.reasoning,
                 }
@@ -989,9 +1053,8 @@ impl<'a> Navigator<'a> {
                 step.reason = "the answerability check failed".into();
                 step.note = "check failed".into();
                 Check {
-                    answered: false,
-                    answer: String::new(),
                     reasoning: step.reason.clone(),
+                    ..Check::default()
                 }
             }
         };
@@ -1009,6 +1072,15 @@ impl<'a> Navigator<'a> {
         scores: &[(usize, f32)],
         note: &str,
     ) -> Result<Check, NavigateError> {
+        if self.opts.answer_sentence_tokens > 0 {
+            let mut order: Vec<usize> = segments.to_vec();
+            for &(s, _) in scores {
+                if !order.contains(&s) {
+                    order.push(s);
+                }
+            }
+            return self.sentence_answer(run, &order, note).await;
+        }
         let (text, shown) = self
             .window()
             .at_most(self.opts.answer_segments)
@@ -1030,11 +1102,82 @@ impl<'a> Navigator<'a> {
             ..Step::default()
         });
         Ok(Check {
-            answered: false,
             answer,
             reasoning,
+            ..Check::default()
         })
     }
+}
+
+/// Alternatives read at the check's action token.
+const CHECK_TOP_LOGPROBS: u8 = 5;
+
+/// Says once per process that the server gave no log probabilities, so the check's verdict is
+/// the sampled action (said only when a threshold was asked for).
+fn warn_no_logprobs(threshold: f64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if threshold > 0.0 && !SAID.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "the LLM server returned no log probabilities: the answerability check's verdict is the sampled action, navigate.check_threshold ({threshold}) is not applied"
+        );
+    }
+}
+
+/// P(answerable) of an answerability reply: at the token that writes the digit of the
+/// `verdict_action` value (-2 or -1), the probability of "2" over that of "1" among the top
+/// alternatives (renormalised over the two). None when the reply has no log probabilities, the
+/// tokens do not spell the reply, or neither digit is among the alternatives.
+pub(crate) fn p_answerable(content: &str, logprobs: &[crate::llm::TokenLogprob]) -> Option<f64> {
+    if logprobs.is_empty() {
+        return None;
+    }
+    let key = content
+        .find("\"verdict_action\"")
+        .or_else(|| content.find("\"action\""))?;
+    let after = &content[key..];
+    let colon = key + after.find(':')?;
+    let value = colon + 1 + content[colon + 1..].find(|c: char| !c.is_whitespace())?;
+    // The digit after the sign.
+    let digit = if content[value..].starts_with('-') {
+        value + 1
+    } else {
+        value
+    };
+    let mut at = 0usize;
+    for t in logprobs {
+        let end = at + t.token.len();
+        if content.get(at..end) != Some(t.token.as_str()) {
+            return None;
+        }
+        if digit < end {
+            let offset = digit - at;
+            let (mut p1, mut p2) = (0.0f64, 0.0f64);
+            let alternatives: Vec<(&str, f64)> = if t.top.is_empty() {
+                vec![(t.token.as_str(), t.logprob)]
+            } else {
+                t.top.iter().map(|(s, lp)| (s.as_str(), *lp)).collect()
+            };
+            for (text, lp) in alternatives {
+                match text.as_bytes().get(offset) {
+                    Some(b'2') => p2 += lp.exp(),
+                    Some(b'1') => p1 += lp.exp(),
+                    _ => {}
+                }
+            }
+            if t.top.is_empty() {
+                // Only the sampled token is known: the other digit has the rest.
+                if p2 > 0.0 {
+                    p1 = 1.0 - p2;
+                } else if p1 > 0.0 {
+                    p2 = 1.0 - p1;
+                }
+            }
+            return (p1 + p2 > 0.0).then(|| p2 / (p1 + p2));
+        }
+        at = end;
+    }
+    None
 }
 
 /// The answer prompt shared by every method (`prompts/answer.txt`) over `segments_text`:
@@ -1279,6 +1422,49 @@ mod tests {
     use super::*;
     use crate::memory::Source;
 
+    fn tokens(pieces: &[(&str, &[(&str, f64)])]) -> Vec<crate::llm::TokenLogprob> {
+        pieces
+            .iter()
+            .map(|(t, top)| crate::llm::TokenLogprob {
+                token: t.to_string(),
+                logprob: top.first().map_or(0.0, |x| x.1.ln()),
+                top: top.iter().map(|(s, p)| (s.to_string(), p.ln())).collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn p_answerable_is_read_at_the_action_digit() {
+        let content = r#"{"reasoning": "x", "verdict_action": -1, "verdict_answer": ""}"#;
+        let split = [
+            "{\"", "reason", "ing", "\":", " \"", "x", "\",", " \"", "verdict", "_action", "\":",
+            " -", "1", ",", " \"", "verdict", "_answer", "\":", " \"\"", "}",
+        ];
+        assert_eq!(split.concat(), content);
+        let at_digit: &[(&str, f64)] = &[("1", 0.7), ("2", 0.2), ("0", 0.1)];
+        let pieces: Vec<(&str, &[(&str, f64)])> = split
+            .iter()
+            .map(|&t| (t, if t == "1" { at_digit } else { &[][..] }))
+            .collect();
+        let p = p_answerable(content, &tokens(&pieces)).unwrap();
+        assert!((p - 0.2 / 0.9).abs() < 1e-9, "{p}");
+        // The sign and the digit as one token.
+        let joined = r#"{"verdict_action": -2}"#;
+        let lp = tokens(&[
+            ("{\"verdict_action\": ", &[]),
+            ("-2", &[("-2", 0.6), ("-1", 0.4)]),
+            ("}", &[]),
+        ]);
+        let p = p_answerable(joined, &lp).unwrap();
+        assert!((p - 0.6).abs() < 1e-9, "{p}");
+        // No log probabilities, or tokens that do not spell the reply: no reading.
+        assert_eq!(p_answerable(content, &[]), None);
+        assert_eq!(
+            p_answerable(content, &tokens(&[("something else", &[("1", 1.0)])])),
+            None
+        );
+    }
+
     fn step(kind: &str, segments: &[usize], action: Option<i32>, note: &str) -> Step {
         Step {
             kind: kind.into(),
@@ -1332,12 +1518,14 @@ mod tests {
                 CheckRecord {
                     segments: vec![0, 1],
                     action: Some(-1),
-                    failed: false
+                    failed: false,
+                    p_answerable: None,
                 },
                 CheckRecord {
                     segments: vec![0, 1, 7],
                     action: Some(-1),
-                    failed: true
+                    failed: true,
+                    p_answerable: None,
                 },
             ]
         );

@@ -17,7 +17,7 @@ pub struct Segment {
 }
 
 /// Byte ranges of sentences (each with its trailing whitespace), covering `text` exactly.
-fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
