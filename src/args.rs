@@ -64,6 +64,19 @@ pub(crate) enum Command {
     Batch(BatchArgs),
     /// Runs methods over a dataset and writes results.jsonl, report.md and report.json.
     Eval(EvalArgs),
+    /// Puts several runs over the same items side by side (the 0.5B and the 1.5B run; a run
+    /// before and after a change): each method's score and fact recall per run, and each later
+    /// run against the first with paired 95% intervals; writes compare.md, compare.json and
+    /// compare.png into --out.
+    Compare {
+        /// The run directories (at least two); the first is the one the others are paired
+        /// against.
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<PathBuf>,
+        /// Where to write compare.md, compare.json and compare.png.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Prints a memory's counts, failures and top entities.
     Inspect {
         /// The memory file.

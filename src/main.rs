@@ -442,6 +442,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Batch(args) => batch(&config, args).await,
         Command::Eval(args) => eval(&config, &cli.global, args).await,
+        Command::Compare { runs, out } => {
+            let c = qrmem::eval::compare::compare(runs)?;
+            c.write(out)?;
+            outln!("{}", c.to_markdown());
+            eprintln!(
+                "wrote {}",
+                out.join(qrmem::eval::compare::COMPARE_MD).display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Inspect { memory, top } => {
             let m = methods::open(memory)?;
             out!("{}", m.describe(*top));

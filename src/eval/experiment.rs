@@ -490,8 +490,19 @@ pub fn write_index(out: &Path, dir: &Path, results: &[ResultRecord]) -> Result<u
             esc(&r.question),
         ));
     }
+    // The report's cost-quality figure, linked from where the index lies (the report writes
+    // it after the index, so it is linked whether or not it exists yet).
+    let figure = out.join(super::report::COST_QUALITY_PNG);
+    let src = match dir.parent() {
+        Some(p) if p == out => format!("../{}", super::report::COST_QUALITY_PNG),
+        _ => figure.display().to_string(),
+    };
+    let figure_html = format!(
+        "<p><img src=\"{}\" alt=\"each method's score and fact recall against its LLM tokens per question\" style=\"max-width:100%\"></p>\n",
+        esc(&src)
+    );
     let page = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qrmem: question pages of {}</title>\n<style>{INDEX_STYLE}</style>\n</head>\n<body>\n<h1>Question pages of {}</h1>\n<p>Click a column's header to sort by it. Fact recall: the share of the question's supporting sentences inside the final answer prompt (n/a: no gold evidence, or not recorded).</p>\n<table id=\"index\">\n<thead><tr><th>item</th><th>method</th><th>trials</th><th>score</th><th>fact recall %</th><th>answer tokens</th><th>requests</th><th>prompt tokens</th><th>question</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n<script>{INDEX_SCRIPT}</script>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qrmem: question pages of {}</title>\n<style>{INDEX_STYLE}</style>\n</head>\n<body>\n<h1>Question pages of {}</h1>\n{figure_html}<p>Click a column's header to sort by it. Fact recall: the share of the question's supporting sentences inside the final answer prompt (n/a: no gold evidence, or not recorded).</p>\n<table id=\"index\">\n<thead><tr><th>item</th><th>method</th><th>trials</th><th>score</th><th>fact recall %</th><th>answer tokens</th><th>requests</th><th>prompt tokens</th><th>question</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n<script>{INDEX_SCRIPT}</script>\n</body>\n</html>\n",
         esc(&out.display().to_string()),
         esc(&out.display().to_string()),
     );

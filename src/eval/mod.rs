@@ -1,13 +1,14 @@
 //! Evaluation: the official metrics, the dataset loaders, the runner (results.jsonl with
 //! resume) and the reports.
 
+pub mod compare;
 pub mod datasets;
 pub mod evidence;
 pub mod experiment;
 pub mod longbench_style;
 pub mod metrics;
 pub mod paired;
-mod plot;
+pub mod plot;
 pub mod report;
 pub mod runner;
 

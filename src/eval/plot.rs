@@ -1,5 +1,7 @@
-//! The max-trials figure (the QRMeM paper's Figure 4) as a PNG. Text is drawn with the bundled
-//! DejaVu Sans Mono (data/fonts), so the plot needs no system font library.
+//! The reports' figures as PNGs: the max-trials sweep (the QRMeM paper's Figure 4), each
+//! report's cost-quality figure (every method a point: score and fact recall against LLM tokens
+//! per question) and the runs-side-by-side figure of `qrmem compare`. Text is drawn with the
+//! bundled DejaVu Sans Mono (data/fonts), so the plots need no system font library.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -83,6 +85,250 @@ pub fn trials_png(
     Ok(())
 }
 
+/// One method of a report as the cost-quality figure draws it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostPoint {
+    pub method: String,
+    /// Prompt and completion tokens of the LLM calls per question (no memory build).
+    pub tokens: f64,
+    /// F1 (accuracy for multiple choice), 0..100.
+    pub score: f64,
+    /// Answer-context fact recall, 0..100, where the dataset has gold evidence.
+    pub recall: Option<f64>,
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(0, 0, 0),
+];
+
+/// The cost-quality figure: `metric` (left) and, where any point has one, fact recall (right)
+/// against LLM tokens per question on a log axis, one labelled point per method. The points'
+/// order is the report's row order; returns how many points each panel drew.
+pub fn cost_quality_png(
+    path: &Path,
+    title: &str,
+    metric: &str,
+    points: &[CostPoint],
+) -> Result<(usize, usize), String> {
+    ensure_font()?;
+    let e = |x: &dyn std::fmt::Display| format!("drawing {}: {x}", path.display());
+    let with_recall: Vec<&CostPoint> = points.iter().filter(|p| p.recall.is_some()).collect();
+    let width = if with_recall.is_empty() { 640 } else { 1200 };
+    let root = BitMapBackend::new(path, (width, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let root = root.titled(title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+    let panels = if with_recall.is_empty() {
+        vec![root]
+    } else {
+        let (a, b) = root.split_horizontally(width / 2);
+        vec![a, b]
+    };
+    let tokens: Vec<f64> = points.iter().map(|p| p.tokens.max(1.0)).collect();
+    let lo = tokens
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0);
+    let hi = tokens.iter().copied().fold(1.0f64, f64::max);
+    // The x axis is log10 of the tokens, labelled in tokens.
+    let (lo, hi) = ((lo / 1.5).log10(), (hi * 1.5).log10());
+    let mut drawn = (0, 0);
+    for (k, area) in panels.iter().enumerate() {
+        let (label, values): (&str, Vec<(f64, f64, &str, usize)>) = if k == 0 {
+            (
+                metric,
+                points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (p.tokens.max(1.0).log10(), p.score, p.method.as_str(), i))
+                    .collect(),
+            )
+        } else {
+            (
+                "answer-context fact recall %",
+                points
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| {
+                        p.recall
+                            .map(|r| (p.tokens.max(1.0).log10(), r, p.method.as_str(), i))
+                    })
+                    .collect(),
+            )
+        };
+        let top = values.iter().map(|v| v.1).fold(10.0f64, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(54)
+            .build_cartesian_2d(lo..hi, 0.0..(top * 1.12).min(105.0))
+            .map_err(|x| e(&x))?;
+        chart
+            .configure_mesh()
+            .x_desc("LLM tokens per question (prompt + completion; memory builds not included)")
+            .y_desc(label)
+            .x_labels(8)
+            .light_line_style(WHITE.mix(0.0))
+            .x_label_formatter(&|x| {
+                let t = 10f64.powf(*x);
+                if t >= 1000.0 {
+                    format!("{:.1}k", t / 1000.0)
+                } else {
+                    format!("{t:.0}")
+                }
+            })
+            .draw()
+            .map_err(|x| e(&x))?;
+        chart
+            .draw_series(values.iter().map(|&(x, y, name, i)| {
+                let color = PALETTE[i % PALETTE.len()];
+                EmptyElement::at((x, y))
+                    + Circle::new((0, 0), 5, color.filled())
+                    // Labels alternate above and below their points, so two methods at one
+                    // point (kn and a variant that showed the same) both stay readable.
+                    + Text::new(
+                        name.to_string(),
+                        (7, if i % 2 == 0 { -16 } else { 4 }),
+                        ("sans-serif", 12).into_font().color(&color),
+                    )
+            }))
+            .map_err(|x| e(&x))?;
+        if k == 0 {
+            drawn.0 = values.len();
+        } else {
+            drawn.1 = values.len();
+        }
+    }
+    panels
+        .first()
+        .map(|p| p.present())
+        .transpose()
+        .map_err(|x| e(&x))?;
+    Ok(drawn)
+}
+
+/// One method across the compared runs: its value in each run (None: not in that run).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSeries {
+    pub method: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// The runs-side-by-side figure: for each panel (a metric and its series), one line per method
+/// across the runs (x: the runs, labelled `runs`). Returns the points drawn per panel.
+pub fn compare_png(
+    path: &Path,
+    runs: &[String],
+    panels: &[(&str, Vec<RunSeries>)],
+) -> Result<Vec<usize>, String> {
+    ensure_font()?;
+    let e = |x: &dyn std::fmt::Display| format!("drawing {}: {x}", path.display());
+    let width = 600 * panels.len().max(1) as u32;
+    let root = BitMapBackend::new(path, (width, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    let n = runs.len().max(1);
+    let mut drawn = Vec::new();
+    for (area, (metric, series)) in areas.iter().zip(panels) {
+        let top = series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten())
+            .copied()
+            .fold(10.0f64, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("{metric} by run"), ("sans-serif", 18))
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            // Room on the right of the last run for the methods' names.
+            .build_cartesian_2d(-0.3..(n as f64 - 0.3), 0.0..(top * 1.12).min(105.0))
+            .map_err(|x| e(&x))?;
+        let labels = runs.to_vec();
+        chart
+            .configure_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    labels.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(*metric)
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(|x| e(&x))?;
+        // Each method's name beside its last point, moved apart vertically so that names of
+        // methods that end close together do not overprint (at least 1/28 of the axis apart).
+        let y_max = (top * 1.12).min(105.0);
+        let gap = y_max / 28.0;
+        let mut ends: Vec<(usize, f64, f64)> = series
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.values
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find_map(|(r, v)| v.map(|v| (i, r as f64, v)))
+            })
+            .collect();
+        ends.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
+        let mut label_y: BTreeMap<usize, f64> = BTreeMap::new();
+        let mut prev: Option<(f64, f64)> = None;
+        for &(i, x, y) in &ends {
+            let y = match prev {
+                Some((px, py)) if px == x && y < py + gap => py + gap,
+                _ => y,
+            };
+            label_y.insert(i, y);
+            prev = Some((x, y));
+        }
+        let mut points = 0;
+        for (i, s) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(r, v)| v.map(|v| (r as f64, v)))
+                .collect();
+            points += pts.len();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|x| e(&x))?;
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(|x| e(&x))?;
+            // The method's name at its last point.
+            if let Some(&last) = pts.last() {
+                let at = (last.0, label_y.get(&i).copied().unwrap_or(last.1));
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at(at)
+                            + Text::new(
+                                s.method.clone(),
+                                (8, -6),
+                                ("sans-serif", 12).into_font().color(&color),
+                            ),
+                    ))
+                    .map_err(|x| e(&x))?;
+            }
+        }
+        drawn.push(points);
+    }
+    root.present().map_err(|x| e(&x))?;
+    Ok(drawn)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -94,5 +340,69 @@ mod tests {
         super::trials_png(&path, "F1", &sweep).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
+    }
+
+    /// The image's pixels of `color`, counted (read back from the PNG).
+    fn pixels_of(path: &std::path::Path, color: super::RGBColor) -> usize {
+        let img = image::open(path).unwrap().to_rgb8();
+        img.pixels()
+            .filter(|p| p.0 == [color.0, color.1, color.2])
+            .count()
+    }
+
+    #[test]
+    fn the_cost_quality_figure_draws_one_point_per_method() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.png");
+        let points = vec![
+            super::CostPoint {
+                method: "bm25-top3".into(),
+                tokens: 2000.0,
+                score: 31.8,
+                recall: Some(77.2),
+            },
+            super::CostPoint {
+                method: "kn".into(),
+                tokens: 19000.0,
+                score: 21.6,
+                recall: Some(90.0),
+            },
+            super::CostPoint {
+                method: "summary-tree".into(),
+                tokens: 5600.0,
+                score: 17.9,
+                recall: None,
+            },
+        ];
+        let drawn = super::cost_quality_png(&path, "t", "F1", &points).unwrap();
+        assert_eq!(drawn, (3, 2));
+        let img = image::open(&path).unwrap();
+        assert_eq!((img.width(), img.height()), (1200, 520));
+        // Each method's colour is on the image (its point and label).
+        for (i, _) in points.iter().enumerate() {
+            assert!(pixels_of(&path, super::PALETTE[i]) > 20, "method {i}");
+        }
+        assert_eq!(pixels_of(&path, super::PALETTE[4]), 0);
+    }
+
+    #[test]
+    fn the_compare_figure_draws_each_methods_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.png");
+        let runs = vec!["0.5b".to_string(), "1.5b".to_string()];
+        let f1 = vec![
+            super::RunSeries {
+                method: "kn".into(),
+                values: vec![Some(21.6), Some(44.4)],
+            },
+            super::RunSeries {
+                method: "te".into(),
+                values: vec![None, Some(48.6)],
+            },
+        ];
+        let drawn = super::compare_png(&path, &runs, &[("F1", f1)]).unwrap();
+        assert_eq!(drawn, vec![3]);
+        assert!(pixels_of(&path, super::PALETTE[0]) > 20);
+        assert!(pixels_of(&path, super::PALETTE[1]) > 20);
     }
 }

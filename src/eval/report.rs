@@ -15,6 +15,9 @@ use super::runner::{BuildRecord, ResultRecord, RowCost};
 use crate::memory::GraphDiagnostics;
 use crate::methods::MemoryKind;
 
+/// The cost-quality figure's file, next to report.md.
+pub const COST_QUALITY_PNG: &str = "cost-quality.png";
+
 /// One row of Table 1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MethodRow {
@@ -883,6 +886,18 @@ impl Report {
             s.push('\n');
         }
         if !builds_only {
+            if !self.cost_points().is_empty() {
+                let _ = writeln!(
+                    s,
+                    "![{metric} and fact recall against LLM tokens per question, one point per method]({COST_QUALITY_PNG})\n\n\
+                     [{COST_QUALITY_PNG}]({COST_QUALITY_PNG}): each method's {metric} (left) and \
+                     answer-context fact recall (right, where the dataset has gold evidence) \
+                     against the prompt and completion tokens of its LLM calls per question, on a \
+                     log axis; memory builds are not included (their cost per document is in the \
+                     build table).\n",
+                    metric = self.metric
+                );
+            }
             self.results_table(&mut s, mc);
         }
         if self
@@ -1161,11 +1176,45 @@ impl Report {
         s
     }
 
-    /// Writes report.md, report.json and (with a sweep) trials.png into `dir`.
+    /// The cost-quality figure's points: every row that answered a question, labelled by its
+    /// method (and max trials, where a method has rows for several).
+    pub fn cost_points(&self) -> Vec<super::plot::CostPoint> {
+        self.methods
+            .iter()
+            .filter(|r| r.questions > 0)
+            .map(|r| {
+                let swept = self.methods.iter().filter(|o| o.method == r.method).count() > 1;
+                let method = match r.max_trials {
+                    Some(t) if swept => format!("{}@{t}", r.method),
+                    _ => r.method.clone(),
+                };
+                super::plot::CostPoint {
+                    method,
+                    tokens: r.prompt_tokens_per_question + r.completion_tokens_per_question,
+                    score: r.f1,
+                    recall: r.evidence.answer.as_ref().map(|c| 100.0 * c.fact_recall),
+                }
+            })
+            .collect()
+    }
+
+    /// Writes report.md, report.json, the cost-quality figure and (with a sweep) trials.png
+    /// into `dir`.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::write(dir.join("report.md"), self.to_markdown())?;
         let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         std::fs::write(dir.join("report.json"), json)?;
+        let points = self.cost_points();
+        if !points.is_empty() {
+            let title = format!("{}: {} questions, {}", self.dataset, self.items, self.model);
+            super::plot::cost_quality_png(
+                &dir.join(COST_QUALITY_PNG),
+                &title,
+                &self.metric,
+                &points,
+            )
+            .map_err(std::io::Error::other)?;
+        }
         let sweep = self.sweep();
         if !sweep.is_empty() {
             super::plot::trials_png(&dir.join("trials.png"), &self.metric, &sweep)
@@ -1254,6 +1303,29 @@ mod tests {
             nav: None,
             model: None,
         }
+    }
+
+    #[test]
+    fn every_report_writes_its_cost_quality_figure_with_a_point_per_method() {
+        let rows = vec![
+            answer("q1", "a", 1.0, 100),
+            answer("q2", "a", 0.5, 300),
+            answer("q1", "b", 0.0, 2000),
+        ];
+        let r = report_of(&rows, &[], &[], "a");
+        let points = r.cost_points();
+        assert_eq!(
+            points.iter().map(|p| p.method.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!((points[0].tokens, points[0].score), (200.0, 75.0));
+        let dir = tempfile::tempdir().unwrap();
+        r.write(dir.path()).unwrap();
+        let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+        assert!(md.contains(&format!("]({COST_QUALITY_PNG})")), "{md}");
+        let png = image::open(dir.path().join(COST_QUALITY_PNG)).unwrap();
+        // No gold evidence: one panel, the score's.
+        assert_eq!(png.width(), 640);
     }
 
     #[test]
