@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every committed report with `qrmem eval --report-only` from a copy of its run
-# directory (as committed: `git archive HEAD`) and fails if any report.md, report.json or
-# backfill.jsonl differs by a byte from the committed one. No LLM is reached: the URL given is a
+# directory (as committed: `git archive HEAD`) and fails if any report.md, report.json,
+# backfill.jsonl or figure differs by a byte from the committed one; then the same for the
+# committed comparisons of runs (`qrmem compare`). No LLM is reached: the URL given is a
 # closed port. Needs ../shared/data (the datasets the backfill reads).
 #
 # Usage: eval/check-reports.sh [path to the qrmem binary]   (default: target/release/qrmem)
@@ -47,7 +48,7 @@ for pair in "${runs[@]}"; do
     continue
   fi
   run_failed=0
-  for f in report.md report.json backfill.jsonl; do
+  for f in report.md report.json backfill.jsonl cost-quality.png trials.png; do
     git cat-file -e "HEAD:eval/runs/$run/$f" 2>/dev/null || continue
     if ! git show "HEAD:eval/runs/$run/$f" | cmp -s - "$dir/$f"; then
       echo "check-reports: eval/runs/$run/$f differs from the committed one:" >&2
@@ -55,6 +56,28 @@ for pair in "${runs[@]}"; do
       failed=1 run_failed=1
     fi
   done
-  [ "$run_failed" = 1 ] || echo "eval/runs/$run: report.md, report.json and backfill.jsonl regenerate identical"
+  [ "$run_failed" = 1 ] || echo "eval/runs/$run: report.md, report.json, backfill.jsonl and the figures regenerate identical"
+done
+# The committed comparisons (qrmem compare): output directory -> its runs, in order.
+compares=(
+  "compare/longbench-style-0.5b-1.5b:runs/hotpot-longbench-style runs/hotpot-longbench-style-1.5b"
+)
+for pair in "${compares[@]}"; do
+  out="${pair%%:*}" runs_of="${pair##*:}"
+  [ -d "$tmp/repo/eval/$out" ] || { echo "check-reports: eval/$out is not committed" >&2; failed=1; continue; }
+  # shellcheck disable=SC2086
+  if ! (cd "$tmp/repo/eval" && "$bin" compare $runs_of --out "$out" >/dev/null 2>"$tmp/stderr"); then
+    echo "check-reports: eval/$out: the comparison could not be written:" >&2
+    cat "$tmp/stderr" >&2
+    failed=1
+    continue
+  fi
+  for f in compare.md compare.json compare.png; do
+    if ! git show "HEAD:eval/$out/$f" | cmp -s - "$tmp/repo/eval/$out/$f"; then
+      echo "check-reports: eval/$out/$f differs from the committed one" >&2
+      failed=1
+    fi
+  done
+  echo "eval/$out: compare.md, compare.json and compare.png regenerate identical"
 done
 exit "$failed"
