@@ -298,11 +298,18 @@ async fn ask_opens_a_saved_memory_and_answers_with_the_method_its_kind_or_the_fl
     assert_eq!(outcome.trace.method, "vanilla-middle");
     assert_eq!(seen.lock().unwrap().len(), before + 2, "one request each");
     // The ablation flags name a navigator's ablation, and refuse a method that has none.
-    request.method = Some("ges".into());
+    request.method = Some("kn".into());
     request.no_reflection = true;
     let spec_err = methods::ask(&ctx, &request, None).await;
-    // ges-no-reflection over a segments memory: a real navigator run, no graph to expand.
-    assert_eq!(spec_err.unwrap().trace.method, "ges-no-reflection");
+    // kn-no-reflection over a segments memory: a real navigator run, no graph to expand.
+    assert_eq!(spec_err.unwrap().trace.method, "kn-no-reflection");
+    // GES scores no reflection: ges-no-reflection would change nothing, so it is no name.
+    request.method = Some("ges".into());
+    let err = methods::ask(&ctx, &request, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown method 'ges-no-reflection'"), "{err}");
     request.method = Some("bm25-top2".into());
     let err = methods::ask(&ctx, &request, None)
         .await

@@ -34,7 +34,7 @@ pub struct Navigate {
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity",
     parse,
 };
 
@@ -101,6 +101,14 @@ fn parse(name: &str) -> Option<MethodSpec> {
         "te" => NavMethod::Te,
         _ => return None,
     };
+    // Only ablations that change something are names: GES scores no reflection and has no
+    // navigation to turn off (its expansion is its retrieval); TE uses no reflection.
+    match (method, reflection, navigation) {
+        (NavMethod::Ges, false, _) | (NavMethod::Ges, _, false) | (NavMethod::Te, false, _) => {
+            return None
+        }
+        _ => {}
+    }
     nav(method, reflection, navigation, MemoryKind::Graph)
 }
 
