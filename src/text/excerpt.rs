@@ -29,9 +29,10 @@ pub struct Excerpt {
 }
 
 /// Fills `budget` tokens with the sentences of `priority` (best first; one that does not fit is
-/// skipped and the next tried), then, with `neighbours`, with each chosen sentence's neighbour
-/// ([`Sentences::neighbour`]) in the same order. Shown in document order under the passages'
-/// headers.
+/// skipped and the next tried), then, with `neighbours`, with each chosen sentence's first
+/// neighbour ([`Sentences::neighbours`]: the sentence before it in its passage, else the one
+/// after) in the same order, then with the other side's. Shown in document order under the
+/// passages' headers.
 pub fn fit(
     document: &str,
     index: &Sentences,
@@ -65,9 +66,13 @@ pub fn fit(
         }
     }
     if neighbours {
-        for &i in &order.clone() {
-            if let Some(j) = index.neighbour(i) {
-                try_add(j, &mut chosen, &mut tokens);
+        // Two rounds: every chosen sentence's first neighbour, then every other side's, so
+        // the budget gives each chosen sentence some context before any gets more.
+        for round in 0..2 {
+            for &i in &order {
+                if let Some(j) = index.neighbours(i)[round] {
+                    try_add(j, &mut chosen, &mut tokens);
+                }
             }
         }
     }
@@ -186,9 +191,17 @@ mod tests {
             assert!(e.tokens <= budget, "budget {budget}: {} tokens", e.tokens);
         }
         let e = fit(DOC, &index, &[4, 0], 1000, true);
-        // 4 ("It stars Ann.") brings the sentence before it, 3; 0, the first of its passage,
-        // brings the one after it, 1.
+        // 4 ("It stars Ann.") brings the sentence before it, 3, then the one after, 5; 0, the
+        // first of its passage, brings the one after it, 1.
+        assert_eq!(e.sentences, [0, 1, 3, 4, 5]);
+        // A budget for 4, 0 and the first round only: no second-round neighbour.
+        let first_round = fit(DOC, &index, &[4, 0], 1000, true);
+        let without_5 = count_tokens(
+            "Passage 1:\nAlpha\nAlpha is a town. It lies in Texas.\n\nPassage 2:\nBeta (film)\nBeta is a film. It stars Ann.",
+        );
+        let e = fit(DOC, &index, &[4, 0], without_5, true);
         assert_eq!(e.sentences, [0, 1, 3, 4]);
+        assert!(first_round.tokens > without_5);
         assert!(e.text.contains("Beta is a film. It stars Ann."));
         // A budget for the first sentence alone keeps it and nothing else.
         let alone = count_tokens("Passage 2:\nBeta (film)\nIt stars Ann.");

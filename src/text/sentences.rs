@@ -125,15 +125,29 @@ impl Sentences {
         (offset < self.passages[p].body.1).then_some(p)
     }
 
-    /// The neighbour shown beside sentence `i`: the sentence before it in its passage, else the
-    /// one after it.
-    pub fn neighbour(&self, i: usize) -> Option<usize> {
-        let passage = self.sentences.get(i)?.passage;
-        let same = |j: usize| self.sentences.get(j).filter(|s| s.passage == passage);
-        match i.checked_sub(1).and_then(same) {
-            Some(_) => Some(i - 1),
-            None => same(i + 1).map(|_| i + 1),
+    /// The neighbours shown beside sentence `i`, first the one that comes first: the sentence
+    /// before it in its passage (else the one after it), then the other side's.
+    pub fn neighbours(&self, i: usize) -> [Option<usize>; 2] {
+        let Some(passage) = self.sentences.get(i).map(|s| s.passage) else {
+            return [None, None];
+        };
+        let same = |j: usize| {
+            self.sentences
+                .get(j)
+                .filter(|s| s.passage == passage)
+                .map(|_| j)
+        };
+        let before = i.checked_sub(1).and_then(same);
+        let after = same(i + 1);
+        match before {
+            Some(b) => [Some(b), after],
+            None => [after, None],
         }
+    }
+
+    /// The first of [`Sentences::neighbours`].
+    pub fn neighbour(&self, i: usize) -> Option<usize> {
+        self.neighbours(i)[0]
     }
 }
 
@@ -222,6 +236,9 @@ mod tests {
         assert_eq!(s.neighbour(1), Some(0));
         assert_eq!(s.neighbour(2), Some(3));
         assert_eq!(s.neighbour(4), Some(3));
+        assert_eq!(s.neighbours(3), [Some(2), Some(4)]);
+        assert_eq!(s.neighbours(2), [Some(3), None]);
+        assert_eq!(s.neighbours(4), [Some(3), None]);
         assert_eq!(s.within((0, DOC.len())).count(), 5);
         let second = s.passages[1].body;
         assert_eq!(s.within(second).collect::<Vec<_>>(), [2, 3, 4]);
