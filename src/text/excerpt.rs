@@ -29,10 +29,9 @@ pub struct Excerpt {
 }
 
 /// Fills `budget` tokens with the sentences of `priority` (best first; one that does not fit is
-/// skipped and the next tried), then, with `neighbours`, with each chosen sentence's first
-/// neighbour ([`Sentences::neighbours`]: the sentence before it in its passage, else the one
-/// after) in the same order, then with the other side's. Shown in document order under the
-/// passages' headers.
+/// skipped and the next tried), each, with `neighbours`, followed by its window: the sentences
+/// before and after it in its passage ([`Sentences::neighbours`]), as far as they fit (sentence
+/// windows). Shown in document order under the passages' headers.
 pub fn fit(
     document: &str,
     index: &Sentences,
@@ -41,7 +40,6 @@ pub fn fit(
     neighbours: bool,
 ) -> Excerpt {
     let mut chosen: BTreeSet<usize> = BTreeSet::new();
-    let mut order: Vec<usize> = Vec::new();
     let mut tokens = 0usize;
     let try_add = |i: usize, chosen: &mut BTreeSet<usize>, tokens: &mut usize| -> bool {
         if i >= index.sentences.len() || chosen.contains(&i) {
@@ -61,18 +59,10 @@ pub fn fit(
         if budget.saturating_sub(tokens) < MIN_SENTENCE_TOKENS {
             break;
         }
-        if try_add(i, &mut chosen, &mut tokens) {
-            order.push(i);
-        }
-    }
-    if neighbours {
-        // Two rounds: every chosen sentence's first neighbour, then every other side's, so
-        // the budget gives each chosen sentence some context before any gets more.
-        for round in 0..2 {
-            for &i in &order {
-                if let Some(j) = index.neighbours(i)[round] {
-                    try_add(j, &mut chosen, &mut tokens);
-                }
+        if try_add(i, &mut chosen, &mut tokens) && neighbours {
+            // Its window: the sentence before it in its passage, then the one after it.
+            for j in index.neighbours(i).into_iter().flatten() {
+                try_add(j, &mut chosen, &mut tokens);
             }
         }
     }
@@ -184,28 +174,23 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_holds_and_neighbours_come_after_every_chosen_sentence() {
+    fn the_budget_holds_and_each_chosen_sentence_brings_its_window() {
         let index = Sentences::of(DOC);
         for budget in [0, 5, 12, 20, 30, 1000] {
             let e = fit(DOC, &index, &[4, 0], budget, true);
             assert!(e.tokens <= budget, "budget {budget}: {} tokens", e.tokens);
         }
         let e = fit(DOC, &index, &[4, 0], 1000, true);
-        // 4 ("It stars Ann.") brings the sentence before it, 3, then the one after, 5; 0, the
-        // first of its passage, brings the one after it, 1.
+        // 4 ("It stars Ann.") brings the sentences before and after it, 3 and 5; 0, the first
+        // of its passage, the one after it, 1.
         assert_eq!(e.sentences, [0, 1, 3, 4, 5]);
-        // A budget for 4, 0 and the first round only: no second-round neighbour.
-        let first_round = fit(DOC, &index, &[4, 0], 1000, true);
-        let without_5 = count_tokens(
-            "Passage 1:\nAlpha\nAlpha is a town. It lies in Texas.\n\nPassage 2:\nBeta (film)\nBeta is a film. It stars Ann.",
-        );
-        let e = fit(DOC, &index, &[4, 0], without_5, true);
-        assert_eq!(e.sentences, [0, 1, 3, 4]);
-        assert!(first_round.tokens > without_5);
-        assert!(e.text.contains("Beta is a film. It stars Ann."));
-        // A budget for the first sentence alone keeps it and nothing else.
+        // Room for 4's window only: 0 does not fit after it.
+        let window = count_tokens("Passage 2:\nBeta (film)\nBeta is a film. It stars Ann. It won.");
+        let e = fit(DOC, &index, &[4, 0], window, true);
+        assert_eq!(e.sentences, [3, 4, 5]);
+        // Without windows the same room takes 4, then 0.
         let alone = count_tokens("Passage 2:\nBeta (film)\nIt stars Ann.");
-        let e = fit(DOC, &index, &[4, 0], alone, true);
+        let e = fit(DOC, &index, &[4, 0], alone, false);
         assert_eq!(e.sentences, [4]);
     }
 
