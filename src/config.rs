@@ -228,7 +228,8 @@ pub struct NavigateConfig {
     pub context_window: usize,
     /// Tokens reserved for the reply inside the window.
     pub reply_tokens: usize,
-    /// QRMeM-KN: navigation trials before answering from the final S_mix (default 4).
+    /// QRMeM-KN: navigation trials (expansions that change the segments shown) before KN
+    /// answers from its final context (`final_context`; default 4).
     pub max_trials: usize,
     /// QRMeM-GES: edge similarity an adjacent node must pass to join the expansion.
     pub ges_threshold: f32,

@@ -9,8 +9,8 @@
 //!
 //! Invariants: a kept relation's two ends are entities of the graph, each named in the relation's
 //! segment or resolved to an entity of the document; a relation is dropped only as a self-loop,
-//! for an empty description, or for an end found nowhere (each counted in
-//! [`RelationDrops`]). The CPU stages (schema extraction, end resolution, segment links) run on
+//! for an empty description, for an end found nowhere, or as unsupported (both ends named in
+//! the segment, in no one paragraph), each counted in [`RelationDrops`]. The CPU stages (schema extraction, end resolution, segment links) run on
 //! rayon's pool; their results are put back in segment order, so a build does not depend on
 //! timing.
 

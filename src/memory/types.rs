@@ -108,7 +108,8 @@ pub struct BuildStats {
     pub merges: usize,
     /// Relations extracted over all segments, before merging.
     pub raw_relations: usize,
-    /// Relations dropped (self-loop, empty description, or an end found nowhere in the segment).
+    /// Relations dropped (self-loop, empty description, an end found nowhere in the segment, or
+    /// unsupported: both ends named in the segment, in no one paragraph).
     pub dropped_relations: usize,
     /// Relation Update calls made.
     pub relation_updates: usize,
