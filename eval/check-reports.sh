@@ -34,6 +34,7 @@ runs=(
   "extraction-decoding:extraction-decoding.toml"
   "check-probe:check-probe.toml"
   "check-probe-1.5b:check-probe-1.5b.toml"
+  "answers-longbench-style:answers-longbench-style.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
