@@ -18,7 +18,8 @@ import sys
 run = sys.argv[1] if len(sys.argv) > 1 else "eval/runs/hotpot-longbench-style"
 tuning = sys.argv[2] if len(sys.argv) > 2 else "eval/runs/navigation-longbench-style"
 reference = sys.argv[3] if len(sys.argv) > 3 else "bm25-top5"
-GRAPH = ("kn", "kn-final-s-mix", "kn-answer-top3", "ges", "te")
+GRAPH = ("kn", "kn-final-s-mix", "kn-answer-top3", "ges", "te", "kn-sentences1000",
+         "kn-sentences1000-check44")
 
 
 def rows(path):
