@@ -14,7 +14,7 @@ use std::process::Command;
 use qrmem::memory::{Entity, Memory, Source};
 use qrmem::methods::summary_tree::{SummaryTree, TreeParams};
 use qrmem::methods::{self, Prepared};
-use qrmem::navigate::{ScoredEdge, Step, Trace};
+use qrmem::navigate::{ScoredEdge, Step, StepKind, Trace};
 
 /// The browser, or None (with a message) when it is missing and not required.
 fn chromium() -> Option<PathBuf> {
@@ -132,7 +132,7 @@ fn velden_trace(m: &Memory) -> Trace {
         start_entities: start.clone(),
         steps: vec![
             Step {
-                kind: "answerability".into(),
+                kind: StepKind::Answerability,
                 entities: start,
                 segments: vec![0],
                 action: Some(-1),
@@ -140,7 +140,7 @@ fn velden_trace(m: &Memory) -> Trace {
                 ..Step::default()
             },
             Step {
-                kind: "expand".into(),
+                kind: StepKind::Expand,
                 entities: vec![m.graph[h].name.clone(), m.graph[t].name.clone()],
                 candidates: vec![ScoredEdge {
                     text: text.clone(),
@@ -151,7 +151,7 @@ fn velden_trace(m: &Memory) -> Trace {
                 ..Step::default()
             },
             Step {
-                kind: "answer".into(),
+                kind: StepKind::Answer,
                 segments: vec![0, 1],
                 ..Step::default()
             },
@@ -235,7 +235,7 @@ async fn html_in_a_memory_is_shown_never_run() {
         answer: "</script><script>document.title='HACKED'</script>".into(),
         start_entities: vec![evil.into()],
         steps: vec![Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: vec![0],
             reason: evil.into(),
             ..Step::default()
@@ -285,7 +285,7 @@ async fn a_tree_page_draws_the_tree_and_the_path() {
         question: "Q?".into(),
         answer: "A".into(),
         steps: vec![Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: vec![3],
             ..Step::default()
         }],

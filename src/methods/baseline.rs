@@ -14,7 +14,7 @@ use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::memory::Memory;
 use crate::navigate::{
-    answer_from, option_letter, with_options, NavigateError, Options, Step, Trace, Window,
+    answer_from, option_letter, with_options, NavigateError, Options, Step, StepKind, Trace, Window,
 };
 use crate::prompts::{PromptId, Prompts};
 use crate::text::sentences::Sentences;
@@ -248,7 +248,7 @@ pub async fn one_prompt_answer(
         reasoning: reasoning.clone(),
         start_entities: vec![],
         steps: vec![Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: shown.segments.clone(),
             reason: reasoning,
             note: shown.note,

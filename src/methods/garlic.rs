@@ -28,7 +28,7 @@ use thiserror::Error;
 use crate::embed::{dot, embed_exact, embed_one, EmbedError, Embedder};
 use crate::llm::{ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{option_letter, with_options, Step, Trace, Window};
+use crate::navigate::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, segment, truncate_tokens};
 
@@ -372,7 +372,7 @@ impl Garlic {
                 Ok(r) => r.content.trim().to_string(),
                 Err(e) => {
                     steps.push(Step {
-                        kind: "check".into(),
+                        kind: StepKind::Check,
                         note: format!("the check failed ({e}); counted as No"),
                         ..Step::default()
                     });
@@ -385,7 +385,7 @@ impl Garlic {
                 .starts_with("yes");
             yes += usize::from(said_yes);
             steps.push(Step {
-                kind: "check".into(),
+                kind: StepKind::Check,
                 segments: visited.clone(),
                 note: format!(
                     "{} nodes visited: {}",
@@ -400,7 +400,7 @@ impl Garlic {
             }
             if checks >= self.params.max_checks {
                 steps.push(Step {
-                    kind: "stop".into(),
+                    kind: StepKind::Stop,
                     note: format!("{checks} checks: the guard stops the search"),
                     ..Step::default()
                 });
@@ -408,7 +408,7 @@ impl Garlic {
             }
             let Some(next) = self.next_node(&visited, &sims) else {
                 steps.push(Step {
-                    kind: "stop".into(),
+                    kind: StepKind::Stop,
                     note: "every node visited".into(),
                     ..Step::default()
                 });
@@ -421,11 +421,11 @@ impl Garlic {
                 &[("question", &q), ("information", &info(&trial))],
             )?);
             if size > budget {
-                steps.push(Step { kind: "stop".into(), note: format!("node {next} would take the prompt to {size} tokens, over {budget}: the window is full"), ..Step::default() });
+                steps.push(Step { kind: StepKind::Stop, note: format!("node {next} would take the prompt to {size} tokens, over {budget}: the window is full"), ..Step::default() });
                 break;
             }
             steps.push(Step {
-                kind: "visit".into(),
+                kind: StepKind::Visit,
                 segments: vec![next],
                 note: format!("GBFS: node {next} (level {})", self.nodes[next].level),
                 ..Step::default()
@@ -476,7 +476,7 @@ impl Garlic {
             option_letter(&raw, options)
         };
         steps.push(Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: visited.clone(),
             note: format!("answered from {} nodes by {how}", visited.len()),
             reason: raw.clone(),

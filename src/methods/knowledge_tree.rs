@@ -30,7 +30,7 @@ use thiserror::Error;
 
 use crate::llm::{JsonSchema, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{option_letter, with_options, Step, Trace, Window};
+use crate::navigate::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, segment, truncate_tokens};
 
@@ -575,7 +575,7 @@ impl KnowledgeTree {
             Err(e) => (0, format!("the choice failed ({e}); took option 0")),
         };
         steps.push(Step {
-            kind: "choose".into(),
+            kind: StepKind::Choose,
             segments: self.leaves_under(options[pick]),
             reason,
             note: format!(
@@ -649,7 +649,7 @@ impl KnowledgeTree {
             Err(e) => (None, false, format!("the leaf answer failed: {e}")),
         };
         steps.push(Step {
-            kind: "leaf".into(),
+            kind: StepKind::Leaf,
             segments: vec![leaf],
             note: format!("leaf {leaf}: {note}"),
             reason: answer.clone().unwrap_or_default(),
@@ -779,7 +779,7 @@ impl KnowledgeTree {
                         path.pop();
                         if !path.is_empty() {
                             steps.push(Step {
-                                kind: "revert".into(),
+                                kind: StepKind::Revert,
                                 note: format!(
                                     "node {node} exhausted: back to node {}",
                                     path[path.len() - 1]

@@ -32,7 +32,7 @@ use thiserror::Error;
 use crate::error::LlmError;
 use crate::llm::{ChatReply, ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{answer_from, option_letter, with_options, Step, Trace, Window};
+use crate::navigate::{answer_from, option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, lcs_precision, segment, truncate_tokens};
 
@@ -367,7 +367,7 @@ impl SummaryTree {
                 .find(|&n| n >= 1 && n <= cut.len() && cut[n - 1].len > 1);
             let Some(n) = pick else {
                 steps.push(Step {
-                    kind: "cut".into(),
+                    kind: StepKind::Cut,
                     note: "the reply names no eligible entry: the cut stands".into(),
                     reason: reply.chars().take(300).collect(),
                     ..Step::default()
@@ -381,7 +381,7 @@ impl SummaryTree {
             let size = count_tokens(&self.render_cut(&next));
             if size > budget {
                 steps.push(Step {
-                    kind: "cut".into(),
+                    kind: StepKind::Cut,
                     note: format!("refining entry {n} ({}) would take {size} tokens, over the window's {budget}: the cut stands", node.key()),
                     reason: reply.chars().take(300).collect(),
                     ..Step::default()
@@ -389,7 +389,7 @@ impl SummaryTree {
                 break;
             }
             steps.push(Step {
-                kind: "cut".into(),
+                kind: StepKind::Cut,
                 segments: (node.start..node.start + node.len).collect(),
                 note: format!(
                     "INSUFFICIENT DETAIL {n}: span {} -> {} + {}",
@@ -413,7 +413,7 @@ impl SummaryTree {
         };
         let leaves: Vec<usize> = cut.iter().filter(|s| s.len == 1).map(|s| s.start).collect();
         steps.push(Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: leaves.clone(),
             note: format!(
                 "final cut: {}",

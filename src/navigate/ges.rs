@@ -7,7 +7,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Check, NavigateError, Navigator, Run, ScoredEdge, Step};
+use super::{Check, NavigateError, Navigator, Run, ScoredEdge, Step, StepKind};
 use crate::llm::{JsonSchema, Message};
 use crate::prompts::PromptId;
 
@@ -39,9 +39,10 @@ impl Navigator<'_> {
             }
             if edges.is_empty() {
                 run.push(Step {
-                    kind: "ges_expand".into(),
+                    kind: StepKind::GesExpand,
                     entities: self.names(&entities),
                     note: "no adjacent entities left".into(),
+                    ended: true,
                     ..Step::default()
                 });
                 break;
@@ -64,7 +65,7 @@ impl Navigator<'_> {
                 }
             }
             run.push(Step {
-                kind: "ges_expand".into(),
+                kind: StepKind::GesExpand,
                 entities: self.names(&entities),
                 candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
                 chosen: passing.iter().map(|&(e, s)| text(e, s)).collect(),
@@ -137,7 +138,7 @@ impl Navigator<'_> {
         let every: BTreeSet<usize> = (0..self.memory.segments.len()).collect();
         let scores = self.rank_segments(&c, &every, &entities)?;
         run.push(Step {
-            kind: "elaborate".into(),
+            kind: StepKind::Elaborate,
             entities: self.names(&entities),
             reason: elaborated,
             ..Step::default()

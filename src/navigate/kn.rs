@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 
-use super::{add_scored, Check, FinalContext, NavigateError, Navigator, Run, ScoredEdge, Step};
+use super::{
+    add_scored, Check, FinalContext, NavigateError, Navigator, Run, ScoredEdge, Step, StepKind,
+};
 use crate::prompts::PromptId;
 
 /// Neighbours taken in one question that changed nothing shown, at most: then navigation stops.
@@ -97,9 +99,10 @@ impl Navigator<'_> {
                     s_imp.iter().copied().chain(s_add.keys().copied()).collect();
                 let Some(pick) = self.pick(run, &query, &reason, &entities, &s_mix)? else {
                     run.push(Step {
-                        kind: "expand".into(),
+                        kind: StepKind::Expand,
                         entities: self.names(&entities),
                         note: "no adjacent entities left".into(),
+                        ended: true,
                         ..Step::default()
                     });
                     break 'trials;
@@ -132,7 +135,7 @@ impl Navigator<'_> {
                 let (kind, note) = if idle_pick {
                     idle += 1;
                     (
-                        "expand_idle",
+                        StepKind::ExpandIdle,
                         format!("{what}; nothing new shown, no trial spent"),
                     )
                 } else {
@@ -140,10 +143,10 @@ impl Navigator<'_> {
                     if pick.via == Via::Relation {
                         path.insert(pick.node);
                     }
-                    ("expand", format!("trial {trials}: {what}"))
+                    (StepKind::Expand, format!("trial {trials}: {what}"))
                 };
                 run.push(Step {
-                    kind: kind.into(),
+                    kind,
                     entities: self.names(&entities),
                     candidates: pick.candidates,
                     chosen: vec![pick.chosen],
@@ -161,11 +164,12 @@ impl Navigator<'_> {
                 }
                 if idle >= MAX_IDLE_PICKS {
                     run.push(Step {
-                        kind: "expand".into(),
+                        kind: StepKind::Expand,
                         entities: self.names(&entities),
                         note: format!(
                             "no adjacent entities left that change the shown segments ({idle} tried)"
                         ),
+                        ended: true,
                         ..Step::default()
                     });
                     break 'trials;

@@ -155,11 +155,83 @@ pub struct ScoredEdge {
     pub score: f32,
 }
 
+/// What a trace step did. Serialised as the names traces have always carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// The start: the question's entities linked to the graph (E_s).
+    #[default]
+    Start,
+    /// An answerability check (Appendix E).
+    Answerability,
+    /// A KN trial: a neighbour whose segments changed what the next check shows (or the end of
+    /// the expansions, with `ended`).
+    Expand,
+    /// A neighbour that changed nothing shown: no trial spent.
+    ExpandIdle,
+    /// A GES expansion round.
+    GesExpand,
+    /// GES's elaborated query.
+    Elaborate,
+    /// A TE entity update.
+    TeUpdate,
+    /// The final answer prompt.
+    Answer,
+    /// A summary-tree cut.
+    Cut,
+    /// GARLIC's enough-information check.
+    Check,
+    /// GARLIC's search stopping.
+    Stop,
+    /// GARLIC visiting a node.
+    Visit,
+    /// A Knowledge Tree / MemWalker choice of a child.
+    Choose,
+    /// A Knowledge Tree / MemWalker leaf read.
+    Leaf,
+    /// MemWalker going back up.
+    Revert,
+}
+
+impl StepKind {
+    /// The name traces carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Start => "start",
+            StepKind::Answerability => "answerability",
+            StepKind::Expand => "expand",
+            StepKind::ExpandIdle => "expand_idle",
+            StepKind::GesExpand => "ges_expand",
+            StepKind::Elaborate => "elaborate",
+            StepKind::TeUpdate => "te_update",
+            StepKind::Answer => "answer",
+            StepKind::Cut => "cut",
+            StepKind::Check => "check",
+            StepKind::Stop => "stop",
+            StepKind::Visit => "visit",
+            StepKind::Choose => "choose",
+            StepKind::Leaf => "leaf",
+            StepKind::Revert => "revert",
+        }
+    }
+}
+
+impl fmt::Display for StepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for StepKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One step of a navigation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Step {
-    /// start, answerability, expand, ges_expand, elaborate, te_update, answer.
-    pub kind: String,
+    pub kind: StepKind,
     /// The entity set after the step.
     pub entities: Vec<String>,
     /// The best-scored candidate edges (at most 5), best first.
@@ -175,6 +247,12 @@ pub struct Step {
     /// The reasoning or the failure reason R.
     pub reason: String,
     pub note: String,
+    /// An answerability check whose reply never parsed (counted as -1).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub failed: bool,
+    /// An expansion step that found no neighbour left to take: navigation ends.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ended: bool,
     /// Answerability steps: the probability the model gave the "answerable" action (-2) at the
     /// action token, when the server returned log probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +297,10 @@ pub struct NavDiagnostics {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What `ask` returns: the answer and its trace.
@@ -279,31 +361,29 @@ impl Trace {
         let mut shown: Option<&Vec<usize>> = None;
         let mut pending = false;
         for st in &self.steps {
-            match st.kind.as_str() {
-                "answerability" | "answer" => {
+            match st.kind {
+                StepKind::Answerability | StepKind::Answer => {
                     if pending && shown != Some(&st.segments) {
                         changed += 1;
                     }
                     pending = false;
                     shown = Some(&st.segments);
-                    if st.kind == "answerability" {
+                    if st.kind == StepKind::Answerability {
                         checks.push(CheckRecord {
                             segments: st.segments.clone(),
                             action: st.action,
-                            failed: st.note == "check failed",
+                            failed: st.failed,
                             p_answerable: st.p_answerable,
                         });
                     }
                 }
-                "expand" | "ges_expand" | "te_update"
-                    if !st.note.starts_with("no adjacent entities") =>
-                {
+                StepKind::Expand | StepKind::GesExpand | StepKind::TeUpdate if !st.ended => {
                     // An expansion whose set no check showed (KN skips the check of an
                     // unchanged S_mix) changed nothing.
                     expansions += 1;
                     pending = true;
                 }
-                "expand_idle" => idle += 1,
+                StepKind::ExpandIdle => idle += 1,
                 _ => {}
             }
         }
@@ -876,7 +956,7 @@ impl<'a> Navigator<'a> {
             linked
         };
         run.push(Step {
-            kind: "start".into(),
+            kind: StepKind::Start,
             entities: self.names(&linked),
             note,
             ..Step::default()
@@ -969,7 +1049,7 @@ impl<'a> Navigator<'a> {
             segments,
             &[],
         )?;
-        step.kind = "answerability".into();
+        step.kind = StepKind::Answerability;
         step.segments = shown;
         let p = self.prompts.render(
             PromptId::Answerability,
@@ -1052,6 +1132,7 @@ impl<'a> Navigator<'a> {
                 step.action = Some(-1);
                 step.reason = "the answerability check failed".into();
                 step.note = "check failed".into();
+                step.failed = true;
                 Check {
                     reasoning: step.reason.clone(),
                     ..Check::default()
@@ -1095,7 +1176,7 @@ impl<'a> Navigator<'a> {
             )?;
         let (answer, reasoning) = answer_from(self.llm, self.prompts, &run.question, &text).await?;
         run.push(Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: shown,
             reason: reasoning.clone(),
             note: note.to_string(),
@@ -1465,9 +1546,9 @@ mod tests {
         );
     }
 
-    fn step(kind: &str, segments: &[usize], action: Option<i32>, note: &str) -> Step {
+    fn step(kind: StepKind, segments: &[usize], action: Option<i32>, note: &str) -> Step {
         Step {
-            kind: kind.into(),
+            kind,
             segments: segments.to_vec(),
             action,
             note: note.into(),
@@ -1481,14 +1562,20 @@ mod tests {
         // S_mix), one that added segment 7, a failed check, an expansion with nothing left to
         // expand, then the answer from a set different from the last check's.
         let steps = vec![
-            step("start", &[], None, ""),
-            step("answerability", &[0, 1], Some(-1), ""),
-            step("expand", &[], None, "trial 1"),
-            step("expand", &[], None, "trial 2"),
-            step("answerability", &[0, 1, 7], Some(-1), "check failed"),
-            step("expand", &[], None, "trial 3"),
-            step("expand", &[], None, "no adjacent entities left"),
-            step("answer", &[0, 1, 9], None, ""),
+            step(StepKind::Start, &[], None, ""),
+            step(StepKind::Answerability, &[0, 1], Some(-1), ""),
+            step(StepKind::Expand, &[], None, "trial 1"),
+            step(StepKind::Expand, &[], None, "trial 2"),
+            Step {
+                failed: true,
+                ..step(StepKind::Answerability, &[0, 1, 7], Some(-1), "")
+            },
+            step(StepKind::Expand, &[], None, "trial 3"),
+            Step {
+                ended: true,
+                ..step(StepKind::Expand, &[], None, "")
+            },
+            step(StepKind::Answer, &[0, 1, 9], None, ""),
         ];
         let trace = Trace {
             method: "kn".into(),

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::NodeIndex;
 
-use super::{answer_from, whole_word, Check, NavigateError, Navigator, Run, Step};
+use super::{answer_from, whole_word, Check, NavigateError, Navigator, Run, Step, StepKind};
 use crate::prompts::PromptId;
 use crate::text::sentences::Sentences;
 use crate::text::{excerpt, Bm25};
@@ -60,7 +60,7 @@ impl Navigator<'_> {
             })
             .collect();
         run.push(Step {
-            kind: "answer".into(),
+            kind: StepKind::Answer,
             segments: from.into_iter().collect(),
             reason: reasoning.clone(),
             note: format!(

@@ -6,7 +6,7 @@ use petgraph::stable_graph::NodeIndex;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Check, NavigateError, Navigator, Run, Step};
+use super::{Check, NavigateError, Navigator, Run, Step, StepKind};
 use crate::llm::{JsonSchema, Message};
 use crate::prompts::PromptId;
 
@@ -103,7 +103,7 @@ impl Navigator<'_> {
             entities.extend(linked);
             let after = s_imp.len() + self.new_segments(start, &entities, s_imp).len();
             run.push(Step {
-                kind: "te_update".into(),
+                kind: StepKind::TeUpdate,
                 entities: self.names(&entities),
                 note: format!(
                     "proposed {}; segments {before} -> {after}",
