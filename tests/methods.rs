@@ -365,16 +365,21 @@ fn passages_doc() -> (String, Vec<(usize, usize)>) {
     (doc, gold)
 }
 
+/// The segments-only memory of `doc`.
+fn segments_memory(doc: &str) -> Prepared {
+    Prepared::Graph(Box::new(Memory::segments_only(
+        doc,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )))
+}
+
 #[tokio::test]
 async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
     let prompts = Prompts::load().unwrap();
     let nav = Options::from_config(&Config::default().navigate).unwrap();
     let (doc, gold) = passages_doc();
-    let memory = Prepared::Graph(Box::new(Memory::segments_only(
-        &doc,
-        BuildParams::from_config(&Config::default()),
-        "m",
-    )));
+    let memory = segments_memory(&doc);
     let (llm, seen) = recording();
     let svc = Service::new(llm, None, policy());
     let ctx = Ctx {
@@ -422,11 +427,7 @@ async fn bm25_sentences_shows_the_best_sentences_within_its_budget() {
     let prompts = Prompts::load().unwrap();
     let nav = Options::from_config(&Config::default().navigate).unwrap();
     let (doc, _) = passages_doc();
-    let memory = Prepared::Graph(Box::new(Memory::segments_only(
-        &doc,
-        BuildParams::from_config(&Config::default()),
-        "m",
-    )));
+    let memory = segments_memory(&doc);
     let (llm, seen) = recording();
     let svc = Service::new(llm, None, policy());
     let ctx = Ctx {

@@ -153,22 +153,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
 
 async fn ask(m: &Memory, opts: Options, checks: Vec<&'static str>) -> (Trace, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(checks)));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
-    let prompts = Prompts::load().unwrap();
-    let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone())
-        .ask(QUESTION, &[])
-        .await
-        .unwrap();
-    // The window: no prompt sent exceeds L with the reply budget.
-    for r in llm.received() {
-        let t = count_tokens(&prompt_of(&r));
-        assert!(
-            t + opts.reply_tokens <= opts.context_window,
-            "a prompt of {t} tokens exceeds L={}",
-            opts.context_window
-        );
-    }
-    (trace, llm)
+    (ask_with(m, opts, llm.clone()).await, llm)
 }
 
 const CANNOT: &str = r#"{"reasoning": "The text does not say which company Alpha founded or where it is.", "verdict_action": -1, "verdict_answer": ""}"#;
@@ -764,6 +749,8 @@ fn responder_with_p(p2: f64) -> impl Fn(&ChatRequest) -> Scripted + Send + Sync 
     }
 }
 
+/// Navigates `m` with `llm` and checks the window: no prompt sent exceeds L with the reply
+/// budget.
 async fn ask_with(m: &Memory, opts: Options, llm: Arc<ScriptedLlm>) -> Trace {
     let svc = Service::new(llm.clone(), None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
