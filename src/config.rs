@@ -257,8 +257,9 @@ pub struct NavigateConfig {
     pub answer_segments: usize,
     /// The final answer prompt shows sentences instead of whole segments, at most this many
     /// tokens of them (0: whole segments, the paper): the sentences of the final segments that
-    /// name the question's or the path's entities or match the question, each with a
-    /// neighbouring sentence, under their passages' titles, in document order.
+    /// name the question's or the path's entities or match the question, each with its window
+    /// (the sentences before and after it in its passage), under their passages' titles, in
+    /// document order.
     pub answer_sentence_tokens: usize,
     /// KN's answerability check stops navigation when the probability the model gives the
     /// "answerable" action (-2), read from the action token's log probabilities, is at least

@@ -25,8 +25,9 @@ use crate::text::{count_tokens, excerpt, truncate_tokens, Bm25};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Baseline {
     Bm25(usize),
-    /// BM25 over the document's sentences: the best sentences, each with a neighbouring
-    /// sentence, under their passages' titles, within this many tokens (the sentence-grain
+    /// BM25 over the document's sentences: the best sentences, each with its window (the
+    /// sentences before and after it in its passage), under their passages' titles, within
+    /// this many tokens (the sentence-grain
     /// context the navigators' `-sentencesN` rows are compared with at the same budget).
     Bm25Sentences(usize),
     Dense(usize),
@@ -274,7 +275,7 @@ pub struct SentenceContext {
 }
 
 /// The document's sentences ranked by BM25 against `q` (those sharing a word with it), each
-/// with a neighbouring sentence, within `budget` tokens (and the answer prompt's room).
+/// with its window, within `budget` tokens (and the answer prompt's room).
 pub fn bm25_sentences(
     prompts: &Prompts,
     window: Window,
@@ -297,21 +298,8 @@ pub fn bm25_sentences(
         .collect();
     let budget = budget.min(answer_room(prompts, window, q)?);
     let excerpt = excerpt::fit(document, &index, &priority, budget, true);
-    let segments: std::collections::BTreeSet<usize> = excerpt
-        .sentences
-        .iter()
-        .filter_map(|&i| {
-            let start = index.sentences[i].span.0;
-            memory
-                .segments
-                .iter()
-                .position(|s| s.start <= start && start < s.end)
-        })
-        .collect();
-    Ok(SentenceContext {
-        excerpt,
-        segments: segments.into_iter().collect(),
-    })
+    let segments = excerpt.units(&index, &segment_spans(memory));
+    Ok(SentenceContext { excerpt, segments })
 }
 
 /// The byte range of every segment of `memory`.

@@ -40,6 +40,28 @@ fn default_rank_weights() -> [f64; 3] {
 /// weight.
 pub(crate) type SignalOrders = [Vec<usize>; 3];
 
+/// Reciprocal-rank fusion of `signals`, each an order of (item, value) best first with its
+/// weight. Equal values share a rank, so a signal that cannot tell items apart adds nothing to
+/// their order; a signal of weight 0 adds nothing at all.
+pub(crate) fn fuse_ranks(signals: &[(&[(usize, f64)], f64)]) -> BTreeMap<usize, f64> {
+    let mut fused: BTreeMap<usize, f64> = BTreeMap::new();
+    for &(list, w) in signals {
+        if w == 0.0 {
+            continue;
+        }
+        let mut rank = 0usize;
+        let mut prev: Option<f64> = None;
+        for (i, &(item, x)) in list.iter().enumerate() {
+            if prev != Some(x) {
+                rank = i;
+                prev = Some(x);
+            }
+            *fused.entry(item).or_default() += w / (RRF_K + rank as f64 + 1.0);
+        }
+    }
+    fused
+}
+
 #[derive(Debug, Error)]
 pub enum NavigateError {
     #[error(transparent)]
@@ -859,26 +881,12 @@ impl<'a> Navigator<'a> {
         }
         let mut by_weight: Vec<(usize, f64)> = weight.into_iter().collect();
         by_weight.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut fused: BTreeMap<usize, f64> = BTreeMap::new();
-        for (list, w) in [&lexical, &dense, &by_weight]
-            .into_iter()
-            .zip(self.opts.rank_weights)
-        {
-            if w == 0.0 {
-                continue;
-            }
-            // Equal scores share a rank, so a signal that cannot tell segments apart adds
-            // nothing to their order.
-            let mut rank = 0usize;
-            let mut prev: Option<f64> = None;
-            for (i, &(s, x)) in list.iter().enumerate() {
-                if prev != Some(x) {
-                    rank = i;
-                    prev = Some(x);
-                }
-                *fused.entry(s).or_default() += w / (RRF_K + rank as f64 + 1.0);
-            }
-        }
+        let [w_lexical, w_dense, w_weight] = self.opts.rank_weights;
+        let fused = fuse_ranks(&[
+            (&lexical, w_lexical),
+            (&dense, w_dense),
+            (&by_weight, w_weight),
+        ]);
         let mut ranked: Vec<(usize, f32)> = fused.into_iter().map(|(s, x)| (s, x as f32)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let order = |list: &[(usize, f64)]| list.iter().map(|(s, _)| *s).collect::<Vec<_>>();

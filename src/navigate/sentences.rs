@@ -1,7 +1,7 @@
 //! The sentence-grain final context (`navigate.answer_sentence_tokens` > 0): instead of whole
 //! 600-token segments, the final answer prompt shows the sentences of the final segments that
-//! carry the evidence, each with a neighbouring sentence, under their passages' titles, in
-//! document order, within a token budget.
+//! carry the evidence, each with its window (the sentences before and after it in its passage),
+//! under their passages' titles, in document order, within a token budget.
 //!
 //! Which sentences: those of the final segments (best first) that name an entity of the
 //! focus (E_s, then the entities the path reached through relation edges) or share words with
@@ -15,13 +15,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::NodeIndex;
 
-use super::{answer_from, whole_word, Check, NavigateError, Navigator, Run, Step, StepKind};
+use super::{
+    answer_from, fuse_ranks, whole_word, Check, NavigateError, Navigator, Run, Step, StepKind,
+};
 use crate::prompts::PromptId;
 use crate::text::sentences::Sentences;
 use crate::text::{excerpt, Bm25};
-
-/// The constant of reciprocal-rank fusion, as in the segment ranking.
-const RRF_K: f64 = 60.0;
 
 impl Navigator<'_> {
     /// Answers from the sentences of `segments` (best first), within the budget.
@@ -47,21 +46,15 @@ impl Navigator<'_> {
         let shown = excerpt::fit(&document, &index, &priority, budget, true);
         let (answer, reasoning) =
             answer_from(self.llm, self.prompts, &run.question, &shown.text).await?;
-        // The segments the shown sentences come from, in document order.
-        let from: BTreeSet<usize> = shown
-            .sentences
+        let units: Vec<(usize, usize)> = self
+            .memory
+            .segments
             .iter()
-            .filter_map(|&i| {
-                let start = index.sentences[i].span.0;
-                self.memory
-                    .segments
-                    .iter()
-                    .position(|s| s.start <= start && start < s.end)
-            })
+            .map(|s| (s.start, s.end))
             .collect();
         run.push(Step {
             kind: StepKind::Answer,
-            segments: from.into_iter().collect(),
+            segments: shown.units(&index, &units),
             reason: reasoning.clone(),
             note: format!(
                 "{note}; sentences: {} of {} candidates, {} tokens (budget {budget})",
@@ -150,38 +143,20 @@ impl Navigator<'_> {
                     .sum()
             })
             .collect();
-        let qualifies = |k: usize| bm25.contains_key(&k) || weights[k] > 0.0;
-        // Each signal's order over the qualifying candidates (k indexes `candidates`).
-        let by = |key: &dyn Fn(usize) -> f64| -> Vec<usize> {
-            let mut ks: Vec<usize> = (0..candidates.len()).filter(|&k| qualifies(k)).collect();
-            ks.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
-            ks
+        // Each signal's order over the qualifying candidates (k indexes `candidates`), best
+        // first, ties by position.
+        let qualifying: Vec<usize> = (0..candidates.len())
+            .filter(|&k| bm25.contains_key(&k) || weights[k] > 0.0)
+            .collect();
+        let order = |key: &dyn Fn(usize) -> f64| -> Vec<(usize, f64)> {
+            let mut list: Vec<(usize, f64)> = qualifying.iter().map(|&k| (k, key(k))).collect();
+            list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            list
         };
-        let lexical = by(&|k| bm25.get(&k).copied().unwrap_or(0.0));
-        let entity = by(&|k| weights[k]);
-        let segment = by(&|k| -(candidates[k].1 as f64));
-        let mut fused: BTreeMap<usize, f64> = BTreeMap::new();
-        for (order, w, key) in [
-            (
-                &lexical,
-                1.0,
-                &(|k: usize| bm25.get(&k).copied().unwrap_or(0.0)) as &dyn Fn(usize) -> f64,
-            ),
-            (&entity, 1.0, &|k: usize| weights[k]),
-            (&segment, 1.0, &|k: usize| -(candidates[k].1 as f64)),
-        ] {
-            // Equal values share a rank.
-            let mut rank = 0usize;
-            let mut prev: Option<f64> = None;
-            for (pos, &k) in order.iter().enumerate() {
-                let x = key(k);
-                if prev != Some(x) {
-                    rank = pos;
-                    prev = Some(x);
-                }
-                *fused.entry(k).or_default() += w / (RRF_K + rank as f64 + 1.0);
-            }
-        }
+        let lexical = order(&|k| bm25.get(&k).copied().unwrap_or(0.0));
+        let entity = order(&|k| weights[k]);
+        let segment = order(&|k| -(candidates[k].1 as f64));
+        let fused = fuse_ranks(&[(&lexical, 1.0), (&entity, 1.0), (&segment, 1.0)]);
         let mut ranked: Vec<(usize, f64)> = fused.into_iter().collect();
         ranked.sort_by(|a, b| {
             b.1.total_cmp(&a.1)

@@ -13,6 +13,24 @@ use super::count_tokens;
 use super::sentences::Sentences;
 use super::span::{self, Span};
 
+impl Excerpt {
+    /// The units (segments: consecutive byte ranges of the document) that the chosen sentences
+    /// begin in, each once, in document order.
+    pub fn units(&self, index: &Sentences, units: &[Span]) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .sentences
+            .iter()
+            .filter_map(|&i| {
+                let start = index.sentences.get(i)?.span.0;
+                let u = units.partition_point(|r| r.1 <= start);
+                units.get(u).filter(|r| r.0 <= start).map(|_| u)
+            })
+            .collect();
+        out.dedup();
+        out
+    }
+}
+
 /// Below this many tokens of room no sentence fits: filling stops.
 const MIN_SENTENCE_TOKENS: usize = 4;
 

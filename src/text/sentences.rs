@@ -144,11 +144,6 @@ impl Sentences {
             None => [after, None],
         }
     }
-
-    /// The first of [`Sentences::neighbours`].
-    pub fn neighbour(&self, i: usize) -> Option<usize> {
-        self.neighbours(i)[0]
-    }
 }
 
 /// `piece` of `text` cut after each line break inside it (a line without a full stop, such as a
@@ -232,10 +227,8 @@ mod tests {
     #[test]
     fn neighbours_stay_in_their_passage() {
         let s = Sentences::of(DOC);
-        assert_eq!(s.neighbour(0), Some(1));
-        assert_eq!(s.neighbour(1), Some(0));
-        assert_eq!(s.neighbour(2), Some(3));
-        assert_eq!(s.neighbour(4), Some(3));
+        assert_eq!(s.neighbours(0), [Some(1), None]);
+        assert_eq!(s.neighbours(1), [Some(0), None]);
         assert_eq!(s.neighbours(3), [Some(2), Some(4)]);
         assert_eq!(s.neighbours(2), [Some(3), None]);
         assert_eq!(s.neighbours(4), [Some(3), None]);
