@@ -16,12 +16,12 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::answer::Window;
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service};
 use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, PrepareCtx};
-use crate::navigate::{Options, Window};
 use crate::progress;
 use crate::prompts::Prompts;
 
@@ -431,11 +431,8 @@ pub async fn run(
         Journal::open::<AnswerRecord>(output, |r| !(retry && r.status == Status::Failed))?;
     let done: HashSet<String> = old.iter().map(AnswerRecord::key).collect();
     let (jobs, bad, skipped) = parse_jobs(input, opts, &done)?;
-    let nav = Options::from_config(&ctx.config.navigate).map_err(BatchError::Settings)?;
-    let window = Window::new(
-        ctx.config.navigate.context_window,
-        ctx.config.navigate.reply_tokens,
-    );
+    let nav = ctx.config.navigate.clone();
+    let window = Window::of(&nav);
     let method = &opts.method;
     let store = MemoryDir::new(&opts.memory_dir);
     let total: usize = jobs.iter().map(|j| j.questions.len()).sum();

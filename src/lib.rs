@@ -7,6 +7,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod answer;
 pub mod batch;
 pub mod config;
 pub mod doctor;

@@ -311,7 +311,12 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
 async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
     let method: MethodSpec = match &args.method {
         Some(m) => m.parse().map_err(anyhow::Error::msg)?,
-        None => config.navigate.method.parse().map_err(anyhow::Error::msg)?,
+        None => config
+            .navigate
+            .method
+            .as_str()
+            .parse()
+            .map_err(anyhow::Error::msg)?,
     };
     let prompts = Prompts::load()?;
     let svc = Service::from_config(config)?;

@@ -439,7 +439,7 @@ async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
     let config = config();
     let ctx = qrmem::eval::evidence::BackfillCtx {
         prompts: &prompts,
-        window: qrmem::navigate::Window::new(
+        window: qrmem::answer::Window::new(
             config.navigate.context_window,
             config.navigate.reply_tokens,
         ),

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use common::bow::Bow;
+use qrmem::answer::Window;
 use qrmem::embed::{EmbedError, Embedder};
 use qrmem::llm::{ChatRequest, LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::methods::garlic::{GNode, Garlic, GarlicCtx, GarlicParams};
-use qrmem::navigate::Window;
 use qrmem::prompts::Prompts;
 
 fn prompt(r: &ChatRequest) -> String {
@@ -137,7 +137,7 @@ fn graph(nodes: Vec<GNode>, top: Vec<usize>, patience: usize) -> Garlic {
     }
 }
 
-async fn search(g: &Garlic, yes_after: usize) -> (qrmem::navigate::Trace, Arc<ScriptedLlm>) {
+async fn search(g: &Garlic, yes_after: usize) -> (qrmem::answer::Trace, Arc<ScriptedLlm>) {
     let count = std::sync::atomic::AtomicUsize::new(0);
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| {
         if prompt(r).starts_with("Given the above information") {
@@ -161,7 +161,7 @@ async fn search(g: &Garlic, yes_after: usize) -> (qrmem::navigate::Trace, Arc<Sc
     (t, llm)
 }
 
-fn visits(t: &qrmem::navigate::Trace) -> Vec<usize> {
+fn visits(t: &qrmem::answer::Trace) -> Vec<usize> {
     t.steps
         .iter()
         .filter(|s| s.kind == "visit")

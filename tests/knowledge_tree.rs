@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use qrmem::answer::Window;
 use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::methods::knowledge_tree::{BuildCtx, KnowledgeTree, KtParams, Variant};
-use qrmem::navigate::Window;
 use qrmem::prompts::Prompts;
 
 fn prompt(r: &ChatRequest) -> String {

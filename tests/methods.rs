@@ -8,6 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::bow::Bow;
+use qrmem::answer::Window;
 use qrmem::config::Config;
 use qrmem::llm::{LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, Memory};
@@ -18,7 +19,6 @@ use qrmem::methods::{
     self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, PrepareCtx, Prepared, Source,
     Tuning,
 };
-use qrmem::navigate::{Options, Window};
 use qrmem::prompts::Prompts;
 
 fn policy() -> Policy {
@@ -156,7 +156,7 @@ async fn a_method_refuses_a_memory_of_another_kind_without_calling_the_llm() {
         window: Window::new(4096, 256),
         gold: None,
     };
-    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let nav = Config::default().navigate;
     let memwalker = Prepared::Kt(Box::new(kt(Variant::MemWalker)));
     let segments = Prepared::Graph(Box::new(Memory::segments_only(
         &long_doc(5),
@@ -199,7 +199,7 @@ fn recording() -> (Arc<ScriptedLlm>, Arc<Mutex<Vec<String>>>) {
 #[tokio::test]
 async fn vanilla_middle_keeps_the_head_and_tail_and_records_both_spans() {
     let prompts = Prompts::load().unwrap();
-    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let nav = Config::default().navigate;
     let spec: MethodSpec = "vanilla-middle".parse().unwrap();
     assert_eq!(spec.memory_kind(), MemoryKind::Segments);
     assert!(!spec.uses_trials());
@@ -266,7 +266,7 @@ async fn ask_opens_a_saved_memory_and_answers_with_the_method_its_kind_or_the_fl
     methods::save(&Prepared::Graph(Box::new(memory)), &path).unwrap();
     let prompts = Prompts::load().unwrap();
     let mut config = Config::default();
-    config.navigate.method = "ges".into();
+    config.navigate.method = qrmem::config::NavMethod::Ges;
     let (llm, seen) = recording();
     let svc = Service::new(llm, None, policy());
     let ctx = PrepareCtx {
@@ -377,7 +377,7 @@ fn segments_memory(doc: &str) -> Prepared {
 #[tokio::test]
 async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
     let prompts = Prompts::load().unwrap();
-    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let nav = Config::default().navigate;
     let (doc, gold) = passages_doc();
     let memory = segments_memory(&doc);
     let (llm, seen) = recording();
@@ -425,7 +425,7 @@ async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
 #[tokio::test]
 async fn bm25_sentences_shows_the_best_sentences_within_its_budget() {
     let prompts = Prompts::load().unwrap();
-    let nav = Options::from_config(&Config::default().navigate).unwrap();
+    let nav = Config::default().navigate;
     let (doc, _) = passages_doc();
     let memory = segments_memory(&doc);
     let (llm, seen) = recording();

@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use petgraph::stable_graph::StableDiGraph;
+use qrmem::answer::{Trace, Window};
+use qrmem::config::{FinalContext, NavMethod as Method, NavigateConfig as Options, Order};
 use qrmem::llm::{ChatRequest, LedgerSnapshot, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
-use qrmem::navigate::{FinalContext, Method, Navigator, Options, Order, Trace};
+use qrmem::navigate::Navigator;
 use qrmem::prompts::Prompts;
 use qrmem::text::{count_tokens, Segment};
 
@@ -400,7 +402,7 @@ async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<Scripted
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
-        window: qrmem::navigate::Window::new(window, 256),
+        window: qrmem::answer::Window::new(window, 256),
         gold: None,
     };
     let t = qrmem::methods::answer(name.parse().unwrap(), &ctx, m, QUESTION, &[])
@@ -533,11 +535,18 @@ async fn a_final_answer_that_never_parses_fails_the_question() {
     }));
     let svc = Service::new(llm, None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
-    let err = Navigator::new(&svc, &prompts, &Bow, &m, options(Method::Kn, 4096, 1))
-        .ask(QUESTION, &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = Navigator::new(
+        &svc,
+        &prompts,
+        &Bow,
+        &m,
+        options(Method::Kn, 4096, 1),
+        Window::new(4096, 256),
+    )
+    .ask(QUESTION, &[])
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("'answer' failed"), "{err}");
 }
 
@@ -754,7 +763,7 @@ fn responder_with_p(p2: f64) -> impl Fn(&ChatRequest) -> Scripted + Send + Sync 
 async fn ask_with(m: &Memory, opts: Options, llm: Arc<ScriptedLlm>) -> Trace {
     let svc = Service::new(llm.clone(), None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
-    let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone())
+    let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone(), Window::of(&opts))
         .ask(QUESTION, &[])
         .await
         .unwrap();

@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use qrmem::answer::{ScoredEdge, Step, StepKind, Trace};
 use qrmem::memory::{Entity, Memory, Source};
 use qrmem::methods::summary_tree::{SummaryTree, TreeParams};
 use qrmem::methods::{self, Prepared};
-use qrmem::navigate::{ScoredEdge, Step, StepKind, Trace};
 
 /// The browser, or None (with a message) when it is missing and not required.
 fn chromium() -> Option<PathBuf> {

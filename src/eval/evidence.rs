@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::datasets::QaItem;
 use super::runner::{doc_key, ResultRecord};
+use crate::answer::{with_options, Window};
 use crate::methods::{self, MemoryKind, MethodSpec, Recorded};
-use crate::navigate::{with_options, Window};
 use crate::prompts::Prompts;
 use crate::text::span::{self, Span};
 use crate::text::{count_tokens, segment};

@@ -18,11 +18,11 @@ use serde::Deserialize;
 use super::datasets::{self, QaItem};
 use super::runner::{self, EvalCtx, EvalError, EvalOptions, ResultRecord, RunSummary};
 use super::{evidence, Report};
+use crate::answer::Window;
 use crate::config::Config;
 use crate::embed::{Embedder, TimedEmbedder};
 use crate::llm::Service;
 use crate::methods::MethodSpec;
-use crate::navigate::Window;
 use crate::prompts::Prompts;
 
 /// The paired table's reference row when the experiment names none: the strongest cheap
@@ -540,7 +540,7 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
             let nav = &config.navigate;
             let ctx = evidence::BackfillCtx {
                 prompts: &prompts,
-                window: Window::new(nav.context_window, nav.reply_tokens),
+                window: Window::of(nav),
                 segment_tokens: config.memory.segment_tokens,
                 memories: runner::memories_dir(out),
             };

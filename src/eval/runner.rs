@@ -20,6 +20,7 @@ use thiserror::Error;
 use super::datasets::QaItem;
 use super::evidence::ContextSpans;
 use super::metrics;
+use crate::answer::{Trace, Window};
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
@@ -28,7 +29,7 @@ use crate::memory::GraphDiagnostics;
 use crate::methods::{
     self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, PrepareCtx, Prepared,
 };
-use crate::navigate::{NavDiagnostics, Options, Trace, Window};
+use crate::navigate::NavDiagnostics;
 use crate::progress::{self, eta_text};
 use crate::prompts::Prompts;
 use crate::text::count_tokens;
@@ -287,11 +288,8 @@ pub async fn run(
     let (builds, _) = Journal::open::<BuildRecord>(&dir.join("builds.jsonl"), |_| true)?;
     let done: HashSet<(String, String, Option<usize>)> =
         old.iter().map(ResultRecord::key).collect();
-    let nav = Options::from_config(&ctx.config.navigate).map_err(EvalError::Settings)?;
-    let window = Window::new(
-        ctx.config.navigate.context_window,
-        ctx.config.navigate.reply_tokens,
-    );
+    let nav = ctx.config.navigate.clone();
+    let window = Window::of(&nav);
     let all_pairs = pairs(opts, nav.max_trials);
 
     // Documents in first-appearance order, each with its items' pending pairs.

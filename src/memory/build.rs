@@ -38,7 +38,7 @@ use super::types::{
 use crate::config::Config;
 use crate::llm::{Decoding, JsonSchema, Message, Service};
 use crate::prompts::{PromptError, PromptId, Prompts};
-use crate::text::{count_tokens, segment, QuestionPool, Segment};
+use crate::text::{at_word_boundaries, count_tokens, occurs_in, segment, QuestionPool, Segment};
 
 #[derive(Debug, Error)]
 pub enum BuildError {
@@ -382,32 +382,6 @@ fn end_name(end: &str) -> String {
         }
     }
     n
-}
-
-/// Whether `needle` occurs in `haystack` as whole words, ignoring case.
-fn occurs_in(haystack_lower: &str, needle: &str) -> bool {
-    let n = needle.trim().to_lowercase();
-    if n.is_empty() {
-        return false;
-    }
-    let mut from = 0;
-    while let Some(pos) = haystack_lower[from..].find(&n) {
-        let s = from + pos;
-        let e = s + n.len();
-        let before_ok = haystack_lower[..s]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_alphanumeric());
-        let after_ok = haystack_lower[e..]
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_alphanumeric());
-        if before_ok && after_ok {
-            return true;
-        }
-        from = s + n.chars().next().map(char::len_utf8).unwrap_or(1);
-    }
-    false
 }
 
 /// How well a relation end's normalised tokens `end` match an entity's `entity`: `Some(score)`
@@ -1324,16 +1298,8 @@ fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segmen
             let mut found = Vec::new();
             for m in ac.find_overlapping_iter(text) {
                 let p = m.pattern().as_usize();
-                let before_ok = text[..m.start()]
-                    .chars()
-                    .next_back()
-                    .is_none_or(|c| !c.is_alphanumeric());
-                let after_ok = text[m.end()..]
-                    .chars()
-                    .next()
-                    .is_none_or(|c| !c.is_alphanumeric());
                 let case_ok = !one_word[p] || text[m.start()..m.end()] == patterns[p];
-                if before_ok && after_ok && case_ok {
+                if at_word_boundaries(text, m.start(), m.end()) && case_ok {
                     found.push(p);
                 }
             }
@@ -1393,14 +1359,6 @@ mod tests {
         // "Arthur" and "artist" are not "Art", nor is "art" (a one-word mention matches only
         // as written); "Art-" is.
         assert_eq!(g[art].segments, BTreeSet::from([2]));
-    }
-
-    #[test]
-    fn whole_word_occurrence() {
-        assert!(occurs_in("the velden bridge opened", "Velden Bridge"));
-        assert!(!occurs_in("the article", "art"));
-        assert!(occurs_in("art, and more", "art"));
-        assert!(!occurs_in("x", ""));
     }
 
     fn raw(segment: usize, name: &str, source: Source) -> RawEntity {

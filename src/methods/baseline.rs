@@ -12,10 +12,11 @@ use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
 use super::spec::{MemoryKind, MethodError, Prepared};
 
 use super::Ctx;
-use crate::memory::Memory;
-use crate::navigate::{
-    answer_from, option_letter, with_options, NavigateError, Options, Step, StepKind, Trace, Window,
+use crate::answer::{
+    answer_from, option_letter, with_options, AnswerError, Step, StepKind, Trace, Window,
 };
+use crate::config::NavigateConfig;
+use crate::memory::Memory;
 use crate::prompts::{PromptId, Prompts};
 use crate::text::sentences::Sentences;
 use crate::text::span::{self, Span};
@@ -96,7 +97,7 @@ impl Method for Baseline {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        _nav: &Options,
+        _nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -126,10 +127,10 @@ pub async fn answer(
     memory: &Memory,
     question: &str,
     options: &[String],
-) -> Result<Trace, NavigateError> {
+) -> Result<Trace, AnswerError> {
     let (llm, prompts, embedder, window) = (ctx.llm, ctx.prompts, ctx.embedder, ctx.window);
     if question.trim().is_empty() {
-        return Err(NavigateError::EmptyQuestion);
+        return Err(AnswerError::EmptyQuestion);
     }
     let before = llm.ledger().snapshot().total();
     let q = with_options(question, options);
@@ -230,7 +231,7 @@ pub async fn one_prompt_answer(
     options: &[String],
     before: crate::llm::StageStats,
     shown: ShownText,
-) -> Result<Trace, NavigateError> {
+) -> Result<Trace, AnswerError> {
     let llm = ctx.llm;
     let q = with_options(question, options);
     let (answer, reasoning) = answer_from(llm, ctx.prompts, &q, &shown.text).await?;
@@ -283,7 +284,7 @@ pub fn bm25_sentences(
     document: &str,
     q: &str,
     budget: usize,
-) -> Result<SentenceContext, NavigateError> {
+) -> Result<SentenceContext, AnswerError> {
     let index = Sentences::of(document);
     let texts: Vec<&str> = index
         .sentences
@@ -309,7 +310,7 @@ pub fn segment_spans(memory: &Memory) -> Vec<Span> {
 
 /// The tokens of document text the answer prompt has room for in `window`, for the question
 /// `q` (with its options): the window's prompt budget less the prompt without its segments.
-pub fn answer_room(prompts: &Prompts, window: Window, q: &str) -> Result<usize, NavigateError> {
+pub fn answer_room(prompts: &Prompts, window: Window, q: &str) -> Result<usize, AnswerError> {
     let overhead =
         count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
     Ok(window.prompt_budget().saturating_sub(overhead))
@@ -324,7 +325,7 @@ pub fn vanilla_text(
     document: &str,
     q: &str,
     from_end: bool,
-) -> Result<(String, usize), NavigateError> {
+) -> Result<(String, usize), AnswerError> {
     let budget = answer_room(prompts, window, q)?;
     Ok((truncate_tokens(document, budget, from_end), budget))
 }

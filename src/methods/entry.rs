@@ -15,7 +15,7 @@ use super::spec::{
     PrepareCtx, Prepared, Tuning,
 };
 use super::Ctx;
-use crate::navigate::{Options, Trace, Window};
+use crate::answer::{Trace, Window};
 
 /// Reads a document, naming the file and the problem when it cannot be used.
 pub fn read_document(path: &Path) -> Result<String, MethodError> {
@@ -139,17 +139,14 @@ pub async fn ask(
         }
     };
     let nav = &config.navigate;
-    // The configuration's navigation settings (a navigator sets its own method and ablation
-    // flags in them, as in the harness).
-    let opts = Options::from_config(nav).map_err(MethodError::File)?;
     let actx = Ctx {
         llm: ctx.llm,
         prompts: ctx.prompts,
         embedder: ctx.embedder,
-        window: Window::new(nav.context_window, nav.reply_tokens),
+        window: Window::of(nav),
         gold: None,
     };
-    let trace = run(&spec, &actx, &opts, &prepared, &req.question, &req.options).await?;
+    let trace = run(&spec, &actx, nav, &prepared, &req.question, &req.options).await?;
     Ok(AskOutcome { trace, built })
 }
 

@@ -25,10 +25,10 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::answer::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::embed::{dot, embed_exact, embed_one, EmbedError, Embedder};
 use crate::llm::{ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, segment, truncate_tokens};
 
@@ -462,7 +462,7 @@ impl Garlic {
             // second turn after "No" only repeats the refusal; answer from the visited nodes
             // with the answer prompt every other method shares.
             let (answer, _reasoning) =
-                crate::navigate::answer_from(llm, prompts, &q, &info(&visited))
+                crate::answer::answer_from(llm, prompts, &q, &info(&visited))
                     .await
                     .map_err(|e| GarlicError::Answer(e.to_string()))?;
             (
@@ -544,7 +544,7 @@ impl super::method::Method for GarlicMethod {
     async fn answer(
         &self,
         ctx: &super::Ctx<'_>,
-        _nav: &crate::navigate::Options,
+        _nav: &crate::config::NavigateConfig,
         prepared: &super::Prepared,
         question: &str,
         options: &[String],

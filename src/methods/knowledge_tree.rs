@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use thiserror::Error;
 
+use crate::answer::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::llm::{JsonSchema, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, segment, truncate_tokens};
 
@@ -880,7 +880,7 @@ impl super::method::Method for KtMethod {
     async fn answer(
         &self,
         ctx: &super::Ctx<'_>,
-        _nav: &crate::navigate::Options,
+        _nav: &crate::config::NavigateConfig,
         prepared: &super::Prepared,
         question: &str,
         options: &[String],

@@ -18,7 +18,8 @@ use async_trait::async_trait;
 
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{Options, Trace};
+use crate::answer::Trace;
+use crate::config::NavigateConfig;
 
 /// A method: a name, the memory it reads and how it answers a question from that memory.
 #[async_trait]
@@ -40,7 +41,7 @@ pub trait Method: Send + Sync + fmt::Debug {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        nav: &Options,
+        nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -149,7 +150,7 @@ impl Eq for MethodSpec {}
 pub async fn answer(
     spec: &MethodSpec,
     ctx: &Ctx<'_>,
-    nav: &Options,
+    nav: &NavigateConfig,
     prepared: &Prepared,
     question: &str,
     options: &[String],

@@ -3,7 +3,7 @@
 //! - name a method: [`MethodSpec`] (parsed by the families of [`method::FAMILIES`]);
 //! - prepare its memory for a document ([`prepare`]), or open a saved one ([`open`]: the kind is
 //!   read from the file's format) and save it ([`save`]);
-//! - answer a question from it with a [`Trace`](crate::navigate::Trace) ([`run`]).
+//! - answer a question from it with a [`Trace`](crate::answer::Trace) ([`run`]).
 //!
 //! The methods: the QRMeM navigators and ablations ([`navigators`]), the paper's baselines
 //! ([`baseline`], [`vanilla_middle`]), the oracle rows of the answer step's ceiling
@@ -31,9 +31,9 @@ pub use spec::{
 };
 pub use store::{MemoryDir, Origin};
 
+use crate::answer::Window;
 use crate::embed::Embedder;
 use crate::llm::Service;
-use crate::navigate::Window;
 use crate::prompts::Prompts;
 
 /// What every method answers with: the LLM, the prompts, the embedder and the window, and,

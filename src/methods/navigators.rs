@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{FinalContext, Method as NavMethod, Navigator, Options, Order, Trace};
+use crate::answer::Trace;
+use crate::config::{FinalContext, NavMethod, NavigateConfig, Order};
+use crate::navigate::Navigator;
 
 /// A navigator over a QRMeM memory of `memory` kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +169,7 @@ impl Method for Navigate {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        nav: &Options,
+        nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -194,9 +196,11 @@ impl Method for Navigate {
         if self.check_percent > 0 {
             opts.check_threshold = f64::from(self.check_percent) / 100.0;
         }
-        Ok(Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts)
-            .ask(question, options)
-            .await?)
+        Ok(
+            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts, ctx.window)
+                .ask(question, options)
+                .await?,
+        )
     }
 
     fn recorded_context(&self) -> Recorded {

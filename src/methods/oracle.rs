@@ -14,7 +14,8 @@ use super::baseline::{one_prompt_answer, ShownText};
 use super::method::{wrong_memory, Family, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{NavigateError, Options, Trace};
+use crate::answer::{AnswerError, Trace};
+use crate::config::NavigateConfig;
 use crate::text::sentences::Sentences;
 use crate::text::{excerpt, Span};
 
@@ -52,7 +53,7 @@ impl Method for Oracle {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        _nav: &Options,
+        _nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -61,7 +62,7 @@ impl Method for Oracle {
             return Err(wrong_memory(self, prepared));
         };
         if question.trim().is_empty() {
-            return Err(NavigateError::EmptyQuestion.into());
+            return Err(AnswerError::EmptyQuestion.into());
         }
         let gold = match ctx.gold {
             Some(g) if !g.is_empty() => g,

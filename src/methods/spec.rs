@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::method::MethodSpec;
+use crate::answer::{AnswerError, Window};
 use crate::config::Config;
 use crate::embed::{EmbedError, Embedder};
 use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
-use crate::navigate::{NavigateError, Window};
+use crate::navigate::NavigateError;
 use crate::prompts::{PromptId, Prompts};
 use crate::text::Span;
 
@@ -142,6 +143,8 @@ pub enum MethodError {
     Embed(#[from] EmbedError),
     #[error(transparent)]
     Navigate(#[from] NavigateError),
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
     #[error("summary tree: {0}")]
     Tree(#[from] TreeError),
     #[error("knowledge tree: {0}")]
@@ -425,7 +428,7 @@ pub(super) async fn append_to_tree(
     name: &str,
 ) -> Result<usize, MethodError> {
     let nav = &ctx.config.navigate;
-    let window = Window::new(nav.context_window, nav.reply_tokens);
+    let window = Window::of(nav);
     Ok(tree
         .append(ctx.llm, ctx.prompts, window, document, name)
         .await?)
@@ -492,7 +495,7 @@ pub async fn prepare_with(
             llm: ctx.llm,
             prompts: ctx.prompts,
             embedder: ctx.embedder,
-            window: Window::new(nav.context_window, nav.reply_tokens),
+            window: Window::of(nav),
             concurrency: ctx.config.llm.concurrency,
         };
         let mut gparams = GarlicParams::default();
@@ -512,7 +515,7 @@ pub async fn prepare_with(
         let build = BuildCtx {
             llm: ctx.llm,
             prompts: ctx.prompts,
-            window: Window::new(nav.context_window, nav.reply_tokens),
+            window: Window::of(nav),
             concurrency: ctx.config.llm.concurrency,
         };
         let mut kparams = KtParams::default();

@@ -29,10 +29,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::answer::{answer_from, option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::error::LlmError;
 use crate::llm::{ChatReply, ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
-use crate::navigate::{answer_from, option_letter, with_options, Step, StepKind, Trace, Window};
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::{count_tokens, lcs_precision, segment, truncate_tokens};
 
@@ -497,7 +497,7 @@ impl super::method::Method for SummaryTreeMethod {
     async fn answer(
         &self,
         ctx: &super::Ctx<'_>,
-        _nav: &crate::navigate::Options,
+        _nav: &crate::config::NavigateConfig,
         prepared: &super::Prepared,
         question: &str,
         options: &[String],

@@ -11,7 +11,8 @@ use super::baseline::{answer_room, one_prompt_answer, vanilla_span, ShownText};
 use super::method::{wrong_memory, Family, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::navigate::{with_options, NavigateError, Options, Trace, Window};
+use crate::answer::{with_options, AnswerError, Trace, Window};
+use crate::config::NavigateConfig;
 use crate::prompts::Prompts;
 use crate::text::{count_tokens, truncate_tokens, Span};
 
@@ -34,7 +35,7 @@ pub fn middle_text(
     window: Window,
     document: &str,
     q: &str,
-) -> Result<(String, Vec<Span>), NavigateError> {
+) -> Result<(String, Vec<Span>), AnswerError> {
     let budget = answer_room(prompts, window, q)?;
     if count_tokens(document) <= budget {
         return Ok((document.to_string(), vec![(0, document.len())]));
@@ -62,7 +63,7 @@ impl Method for VanillaMiddle {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        _nav: &Options,
+        _nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -71,7 +72,7 @@ impl Method for VanillaMiddle {
             return Err(wrong_memory(self, prepared));
         };
         if question.trim().is_empty() {
-            return Err(NavigateError::EmptyQuestion.into());
+            return Err(AnswerError::EmptyQuestion.into());
         }
         let before = ctx.llm.ledger().snapshot().total();
         let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();

@@ -7,7 +7,8 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Check, NavigateError, Navigator, Run, ScoredEdge, Step, StepKind};
+use super::{Check, NavigateError, Navigator, Run};
+use crate::answer::{ScoredEdge, Step, StepKind};
 use crate::llm::{JsonSchema, Message};
 use crate::prompts::PromptId;
 

@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 
-use super::{
-    add_scored, Check, FinalContext, NavigateError, Navigator, Run, ScoredEdge, Step, StepKind,
-};
+use super::{add_scored, Check, NavigateError, Navigator, Run};
+use crate::answer::{ScoredEdge, Step, StepKind};
+use crate::config::FinalContext;
 use crate::prompts::PromptId;
 
 /// Neighbours taken in one question that changed nothing shown, at most: then navigation stops.

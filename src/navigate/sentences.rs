@@ -15,11 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::NodeIndex;
 
-use super::{
-    answer_from, fuse_ranks, whole_word, Check, NavigateError, Navigator, Run, Step, StepKind,
-};
+use super::{fuse_ranks, Check, NavigateError, Navigator, Run};
+use crate::answer::{answer_from, Step, StepKind};
 use crate::prompts::PromptId;
 use crate::text::sentences::Sentences;
+use crate::text::whole_word;
 use crate::text::{excerpt, Bm25};
 
 impl Navigator<'_> {

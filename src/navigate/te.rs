@@ -6,7 +6,8 @@ use petgraph::stable_graph::NodeIndex;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Check, NavigateError, Navigator, Run, Step, StepKind};
+use super::{Check, NavigateError, Navigator, Run};
+use crate::answer::{Step, StepKind};
 use crate::llm::{JsonSchema, Message};
 use crate::prompts::PromptId;
 

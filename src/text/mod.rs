@@ -1,5 +1,5 @@
 //! Text utilities: the cl100k token counter, the segmenter, sentences and passages, excerpts
-//! (chosen sentences rendered within a token budget), ROUGE-L, BM25.
+//! (chosen sentences rendered within a token budget), ROUGE-L, BM25, whole-word matching.
 
 mod bm25;
 pub mod excerpt;
@@ -8,6 +8,7 @@ mod segment;
 pub mod sentences;
 pub mod span;
 mod tokens;
+mod words;
 
 pub use bm25::Bm25;
 pub use excerpt::Excerpt;
@@ -16,3 +17,4 @@ pub use segment::{segment, Segment};
 pub use sentences::Sentences;
 pub use span::Span;
 pub use tokens::{count_tokens, truncate_tokens};
+pub use words::{at_word_boundaries, occurs_in, whole_word};

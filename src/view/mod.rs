@@ -19,9 +19,9 @@ use petgraph::Direction;
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::answer::Trace;
 use crate::memory::Memory;
 use crate::methods::{MethodSpec, Prepared};
-use crate::navigate::Trace;
 use crate::text::Span;
 
 /// The most nodes a page draws.
@@ -171,7 +171,7 @@ pub struct ViewData {
     pub nodes: Vec<ViewNode>,
     pub edges: Vec<ViewEdge>,
     pub units: Vec<ViewUnit>,
-    pub steps: Vec<crate::navigate::Step>,
+    pub steps: Vec<crate::answer::Step>,
     pub start_entities: Vec<String>,
     pub has_gold: bool,
 }

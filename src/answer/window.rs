@@ -1,62 +1,12 @@
 //! The context window: every prompt, instructions and reply budget included, fits L tokens.
 
-use serde::{Deserialize, Serialize};
-
+use crate::config::{NavigateConfig, Order};
 use crate::memory::Memory;
 use crate::prompts::{PromptError, PromptId, Prompts};
 use crate::text::count_tokens;
 
 /// Tokens kept free for the chat template's role markers.
 const TEMPLATE_TOKENS: usize = 16;
-
-/// The order of the segments in a prompt's text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Order {
-    /// As in the document (the paper).
-    #[default]
-    Document,
-    /// Most relevant first: the start set in its rank order, then the added segments by score.
-    Relevance,
-}
-
-impl std::str::FromStr for Order {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "document" => Ok(Order::Document),
-            "relevance" => Ok(Order::Relevance),
-            other => Err(format!(
-                "unknown segment order '{other}' (document or relevance)"
-            )),
-        }
-    }
-}
-
-/// What KN's final answer prompt shows when its trials are spent without an answer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FinalContext {
-    /// The best, for the question, of every segment the navigation met: all of S_imp (before
-    /// the start share's cut) and every segment an expansion brought, shown or dropped by the
-    /// window, ranked like the start set with the final entity set E.
-    #[default]
-    Ranked,
-    /// The last S_mix, as the last check saw it (the paper's loop has no trial limit, so it
-    /// never reaches this point).
-    SMix,
-}
-
-impl std::str::FromStr for FinalContext {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "ranked" => Ok(FinalContext::Ranked),
-            "s-mix" | "s_mix" => Ok(FinalContext::SMix),
-            other => Err(format!("unknown final context '{other}' (ranked or s-mix)")),
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
@@ -75,6 +25,12 @@ impl Window {
             reply,
             max_segments: 0,
         }
+    }
+
+    /// The window `[navigate]` configures: `context_window` L with `reply_tokens` kept for the
+    /// reply.
+    pub fn of(nav: &NavigateConfig) -> Self {
+        Window::new(nav.context_window, nav.reply_tokens)
     }
 
     /// This window, showing at most `n` segments (0: as many as fit).

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 
+mod vocabulary;
+
+pub use vocabulary::{FinalContext, NavMethod, Order};
+
 /// The environment variable that names the configuration file when `--config` is not given.
 pub const CONFIG_ENV: &str = "QRMEM_CONFIG";
 /// The environment variable holding the LLM API key (the only place a key is read from).
@@ -223,7 +227,7 @@ impl Default for MemoryConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct NavigateConfig {
     /// `kn`, `ges` or `te`.
-    pub method: String,
+    pub method: NavMethod,
     /// Context window L in tokens, instructions and reply included (the paper: 4096).
     pub context_window: usize,
     /// Tokens reserved for the reply inside the window.
@@ -247,10 +251,10 @@ pub struct NavigateConfig {
     pub rank_weights: [f64; 3],
     /// The order of the segments in the final answer prompt: `document` (the paper) or
     /// `relevance` (the start set by rank, then the added segments by score).
-    pub answer_order: String,
+    pub answer_order: Order,
     /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
     /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
-    pub final_context: String,
+    pub final_context: FinalContext,
     /// The final answer prompt shows at most this many segments, the best first (0: as many as
     /// the window holds). The small models answer worse from more text (bm25-top5 against
     /// bm25-top3), so a method can be compared at a baseline's size.
@@ -271,7 +275,7 @@ pub struct NavigateConfig {
 impl Default for NavigateConfig {
     fn default() -> Self {
         NavigateConfig {
-            method: "kn".to_string(),
+            method: NavMethod::Kn,
             context_window: 4096,
             reply_tokens: 512,
             max_trials: 4,
@@ -281,8 +285,8 @@ impl Default for NavigateConfig {
             navigation: true,
             start_share: 0.5,
             rank_weights: [2.0, 0.0, 1.0],
-            answer_order: "document".to_string(),
-            final_context: "ranked".to_string(),
+            answer_order: Order::Document,
+            final_context: FinalContext::Ranked,
             answer_segments: 0,
             answer_sentence_tokens: 0,
             check_threshold: 0.0,
@@ -445,6 +449,20 @@ impl Config {
                 t.insert(key.to_string(), value);
             }
         }
+        // The typed words, checked here so that an unknown one names its key.
+        for (section, key, parse) in vocabulary::TYPED_KEYS {
+            let value = file
+                .get(section)
+                .and_then(|s| s.as_table())
+                .and_then(|s| s.get(key));
+            if let Some(why) = value.and_then(|v| v.as_str()).and_then(|v| parse(v).err()) {
+                return Err(ConfigError::Invalid {
+                    source_name: source.to_string(),
+                    key: format!("{section}.{key}"),
+                    message: why,
+                });
+            }
+        }
         let mut config: Config =
             toml::Value::Table(file)
                 .try_into()
@@ -526,12 +544,6 @@ impl Config {
                 "must be smaller than navigate.context_window".into(),
             ));
         }
-        if !["kn", "ges", "te"].contains(&self.navigate.method.as_str()) {
-            return Err(bad(
-                "navigate.method",
-                format!("'{}' is not one of kn, ges, te", self.navigate.method),
-            ));
-        }
         if !(self.navigate.start_share > 0.0 && self.navigate.start_share <= 1.0) {
             return Err(bad(
                 "navigate.start_share",
@@ -549,16 +561,6 @@ impl Config {
                     "{w:?}: the weights of BM25, the embedder and the entity rarity must be finite, at least 0, and not all 0"
                 ),
             ));
-        }
-        if let Err(why) = self.navigate.answer_order.parse::<crate::navigate::Order>() {
-            return Err(bad("navigate.answer_order", why));
-        }
-        if let Err(why) = self
-            .navigate
-            .final_context
-            .parse::<crate::navigate::FinalContext>()
-        {
-            return Err(bad("navigate.final_context", why));
         }
         let t = self.navigate.check_threshold;
         if !(0.0..=1.0).contains(&t) {

@@ -1,0 +1,177 @@
+//! The words the `[navigate]` section chooses from, typed: the navigator, the order of an answer
+//! prompt's segments, and what KN's final answer shows. Each reads from and writes to the
+//! configuration as the string it has always been.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The three navigators of the paper.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum NavMethod {
+    /// QRMeM-KN: reflection-based knowledge navigation (Algorithm 1).
+    #[default]
+    Kn,
+    /// QRMeM-GES: Graph Expansion Search.
+    Ges,
+    /// QRMeM-TE: Entity Trial on the bipartite entity-segment graph.
+    Te,
+}
+
+impl NavMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NavMethod::Kn => "kn",
+            NavMethod::Ges => "ges",
+            NavMethod::Te => "te",
+        }
+    }
+}
+
+impl FromStr for NavMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "kn" => Ok(NavMethod::Kn),
+            "ges" => Ok(NavMethod::Ges),
+            "te" => Ok(NavMethod::Te),
+            other => Err(format!("unknown method '{other}' (kn, ges or te)")),
+        }
+    }
+}
+
+/// The order of the segments in a prompt's text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Order {
+    /// As in the document (the paper).
+    #[default]
+    Document,
+    /// Most relevant first: the start set in its rank order, then the added segments by score.
+    Relevance,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Document => "document",
+            Order::Relevance => "relevance",
+        }
+    }
+}
+
+impl FromStr for Order {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "document" => Ok(Order::Document),
+            "relevance" => Ok(Order::Relevance),
+            other => Err(format!(
+                "unknown segment order '{other}' (document or relevance)"
+            )),
+        }
+    }
+}
+
+/// What KN's final answer prompt shows when its trials are spent without an answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum FinalContext {
+    /// The best, for the question, of every segment the navigation met: all of S_imp (before
+    /// the start share's cut) and every segment an expansion brought, shown or dropped by the
+    /// window, ranked like the start set with the final entity set E.
+    #[default]
+    Ranked,
+    /// The last S_mix, as the last check saw it (the paper's loop has no trial limit, so it
+    /// never reaches this point).
+    SMix,
+}
+
+impl FinalContext {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalContext::Ranked => "ranked",
+            FinalContext::SMix => "s-mix",
+        }
+    }
+}
+
+impl FromStr for FinalContext {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "ranked" => Ok(FinalContext::Ranked),
+            "s-mix" | "s_mix" => Ok(FinalContext::SMix),
+            other => Err(format!("unknown final context '{other}' (ranked or s-mix)")),
+        }
+    }
+}
+
+macro_rules! as_string {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl From<$t> for String {
+            fn from(v: $t) -> String {
+                v.as_str().to_string()
+            }
+        }
+        impl TryFrom<String> for $t {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                s.parse()
+            }
+        }
+    )*};
+}
+as_string!(NavMethod, Order, FinalContext);
+
+/// The keys of the configuration whose values are these words, with their parsers: the loader
+/// checks them before it reads the file into types, so that an unknown word is an error naming
+/// its key ([`crate::ConfigError::Invalid`]).
+/// Parses one word of a key's vocabulary, saying why it is not one.
+type Check = fn(&str) -> Result<(), String>;
+
+pub(super) const TYPED_KEYS: [(&str, &str, Check); 3] = [
+    ("navigate", "method", |s| s.parse::<NavMethod>().map(drop)),
+    ("navigate", "answer_order", |s| s.parse::<Order>().map(drop)),
+    ("navigate", "final_context", |s| {
+        s.parse::<FinalContext>().map(drop)
+    }),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_read_and_write_as_they_always_have() {
+        for (s, m) in [
+            ("kn", NavMethod::Kn),
+            ("ges", NavMethod::Ges),
+            ("te", NavMethod::Te),
+        ] {
+            assert_eq!(s.parse::<NavMethod>().unwrap(), m);
+            assert_eq!(m.to_string(), s);
+        }
+        assert_eq!("KN".parse::<NavMethod>().unwrap(), NavMethod::Kn);
+        assert!("bfs".parse::<NavMethod>().is_err());
+        assert_eq!("s_mix".parse::<FinalContext>().unwrap(), FinalContext::SMix);
+        assert_eq!(FinalContext::SMix.to_string(), "s-mix");
+        assert_eq!(Order::Relevance.to_string(), "relevance");
+        assert_eq!(
+            serde_json::to_string(&FinalContext::SMix).unwrap(),
+            "\"s-mix\""
+        );
+        assert_eq!(
+            serde_json::from_str::<Order>("\"relevance\"").unwrap(),
+            Order::Relevance
+        );
+        assert!(serde_json::from_str::<Order>("\"random\"").is_err());
+    }
+}
