@@ -149,9 +149,9 @@ async fn run_over(
 }
 
 fn report(dir: &Path) -> Report {
-    let (results, builds) = qrmem::eval::runner::read_run(dir).unwrap();
+    let (results, builds) = qrmem::eval::rows::read_run(dir).unwrap();
     let order: Vec<String> = opts().methods.iter().map(|m| m.to_string()).collect();
-    let backfill = qrmem::eval::evidence::read_backfill(dir).unwrap();
+    let backfill = qrmem::eval::backfill::read_backfill(dir).unwrap();
     let mut r = qrmem::eval::report::build(
         "t",
         "scripted",
@@ -437,7 +437,7 @@ async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
     );
     let prompts = Prompts::load().unwrap();
     let config = config();
-    let ctx = qrmem::eval::evidence::BackfillCtx {
+    let ctx = qrmem::eval::backfill::BackfillCtx {
         prompts: &prompts,
         window: qrmem::answer::Window::new(
             config.navigate.context_window,
@@ -446,9 +446,9 @@ async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
         segment_tokens: config.memory.segment_tokens,
         memories: old.path().join("memories"),
     };
-    let (results, _) = qrmem::eval::runner::read_run(old.path()).unwrap();
+    let (results, _) = qrmem::eval::rows::read_run(old.path()).unwrap();
     let (n, problems) =
-        qrmem::eval::evidence::backfill(&ctx, old.path(), &items, &results).unwrap();
+        qrmem::eval::backfill::backfill(&ctx, old.path(), &items, &results).unwrap();
     assert_eq!(n, 12);
     // kn's rows kept every segment shown, not the answer prompt's: those 6 (3 items x 2
     // trial settings) say so.
@@ -464,7 +464,7 @@ async fn report_only_backfills_old_rows_to_the_numbers_of_a_fresh_run() {
     }
     // Writing the backfill again gives the same bytes.
     let first = std::fs::read(old.path().join("backfill.jsonl")).unwrap();
-    qrmem::eval::evidence::backfill(&ctx, old.path(), &items, &results).unwrap();
+    qrmem::eval::backfill::backfill(&ctx, old.path(), &items, &results).unwrap();
     assert_eq!(
         std::fs::read(old.path().join("backfill.jsonl")).unwrap(),
         first

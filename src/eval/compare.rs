@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::evidence::{self, ContextSpans};
+use super::backfill;
+use super::evidence::ContextSpans;
 use super::paired::{self, Interval};
-use super::runner::{self, EvalError, ResultRecord};
+use super::rows::{self, ResultRecord};
+use super::runner::EvalError;
 
 /// The comparison's files in its output directory.
 pub const COMPARE_MD: &str = "compare.md";
@@ -94,9 +96,9 @@ fn read(
             dir.display()
         )));
     }
-    let (results, _) = runner::read_run(dir)?;
-    let backfill = evidence::read_backfill(dir).map_err(EvalError::Input)?;
-    let latest = runner::latest(&results);
+    let (results, _) = rows::read_run(dir)?;
+    let backfill = backfill::read_backfill(dir).map_err(EvalError::Input)?;
+    let latest = rows::latest(&results);
     // The report's row order where there is a report, then any other method as first seen.
     let mut order: Vec<MethodKey> = report_order(dir);
     for r in &results {

@@ -16,8 +16,9 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::datasets::{self, QaItem};
-use super::runner::{self, EvalCtx, EvalError, EvalOptions, ResultRecord, RunSummary};
-use super::{evidence, Report};
+use super::rows::{self, ResultRecord};
+use super::runner::{self, EvalCtx, EvalError, EvalOptions, RunSummary};
+use super::{backfill, Report};
 use crate::answer::Window;
 use crate::config::Config;
 use crate::embed::{Embedder, TimedEmbedder};
@@ -378,7 +379,7 @@ pub async fn run(
         .and_then(|mut f| f.write_all(&line))
         .map_err(|e| io(&path, e))?;
     if let (true, Some(dir)) = (html, &trace_dir) {
-        let (results, _) = runner::read_run(out)?;
+        let (results, _) = rows::read_run(out)?;
         let n = write_index(out, dir, &results)?;
         eprintln!(
             "wrote {} ({n} question pages)",
@@ -400,11 +401,11 @@ pub fn rewrite_pages(
     let (items, _) = plan.load_items()?;
     let by_id: std::collections::BTreeMap<&str, &QaItem> =
         items.iter().map(|i| (i.id.as_str(), i)).collect();
-    let (results, _) = runner::read_run(out)?;
+    let (results, _) = rows::read_run(out)?;
     let memories = runner::memories_dir(out);
     let (mut written, mut skipped) = (0, Vec::new());
-    for r in runner::latest(&results).into_values() {
-        let trace_path = dir.join(format!("{}.json", runner::trace_stem(r)));
+    for r in rows::latest(&results).into_values() {
+        let trace_path = dir.join(format!("{}.json", rows::trace_stem(r)));
         if !trace_path.exists() {
             continue;
         }
@@ -421,7 +422,7 @@ pub fn rewrite_pages(
             }
         };
         let prepared = if kind.needs_llm() {
-            let Some(path) = evidence::find_memory(&memories, &item.context, kind) else {
+            let Some(path) = backfill::find_memory(&memories, &item.context, kind) else {
                 skipped.push(why(format!(
                     "no single {} memory in {}",
                     kind.name(),
@@ -465,8 +466,8 @@ pub fn write_index(out: &Path, dir: &Path, results: &[ResultRecord]) -> Result<u
     let esc = crate::view::escape;
     let mut rows = String::new();
     let mut n = 0;
-    for r in runner::latest(results).into_values() {
-        let stem = runner::trace_stem(r);
+    for r in rows::latest(results).into_values() {
+        let stem = rows::trace_stem(r);
         if !dir.join(format!("{stem}.html")).exists() {
             continue;
         }
@@ -532,34 +533,34 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
             "Question pages (qrmem view, one per question, sortable index): [{PAGES}/index.html]({PAGES}/index.html)."
         ));
     }
-    let (results, builds) = runner::read_run(out)?;
+    let (results, builds) = rows::read_run(out)?;
     // The items give the gold evidence and documents that old rows' spans are computed from.
     match plan.load_items() {
         Ok((items, _)) => {
             let prompts = Prompts::load().map_err(|e| EvalError::Input(e.to_string()))?;
             let nav = &config.navigate;
-            let ctx = evidence::BackfillCtx {
+            let ctx = backfill::BackfillCtx {
                 prompts: &prompts,
                 window: Window::of(nav),
                 segment_tokens: config.memory.segment_tokens,
                 memories: runner::memories_dir(out),
             };
             let (n, problems) =
-                evidence::backfill(&ctx, out, &items, &results).map_err(EvalError::Input)?;
+                backfill::backfill(&ctx, out, &items, &results).map_err(EvalError::Input)?;
             if n > 0 {
                 eprintln!(
                     "backfilled the spans of {n} rows recorded before rows carried them ({}); {} without answer spans",
-                    out.join(evidence::BACKFILL).display(),
+                    out.join(backfill::BACKFILL).display(),
                     problems.len()
                 );
             }
         }
         Err(e) => eprintln!(
             "note: {e}; evidence columns come from {} where it exists",
-            out.join(evidence::BACKFILL).display()
+            out.join(backfill::BACKFILL).display()
         ),
     }
-    let backfill = evidence::read_backfill(out).map_err(EvalError::Input)?;
+    let backfill = backfill::read_backfill(out).map_err(EvalError::Input)?;
     let report = super::report::build(
         &plan.title,
         &config.llm.model,

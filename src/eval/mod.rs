@@ -1,6 +1,7 @@
 //! Evaluation: the official metrics, the dataset loaders, the runner (results.jsonl with
 //! resume) and the reports.
 
+pub mod backfill;
 pub mod compare;
 pub mod datasets;
 pub mod evidence;
@@ -10,9 +11,9 @@ pub mod metrics;
 pub mod paired;
 pub mod plot;
 pub mod report;
+pub mod rows;
 pub mod runner;
 
 pub use report::Report;
-pub use runner::{
-    run, BuildRecord, EvalCtx, EvalError, EvalOptions, ResultRecord, RowCost, RunSummary,
-};
+pub use rows::{BuildRecord, ResultRecord, RowCost};
+pub use runner::{run, EvalCtx, EvalError, EvalOptions, RunSummary};
