@@ -27,10 +27,6 @@ use crate::text::Span;
 /// The most nodes a page draws.
 pub const MAX_NODES: usize = 150;
 
-/// An entity linked to more than this share of the segments is marked generic (the graph
-/// diagnostics' threshold).
-pub const GENERIC_SHARE: f64 = 0.2;
-
 const CYTOSCAPE: &str = include_str!("vendor/cytoscape.min.js");
 const SCRIPT: &str = include_str!("page.js");
 const STYLE: &str = include_str!("page.css");
@@ -380,7 +376,7 @@ fn graph_view(m: &Memory, trace: Option<&Trace>) -> (Vec<ViewNode>, Vec<ViewEdge
                 label: e.name.clone(),
                 kind: e.kind.clone(),
                 role: r.into(),
-                generic: e.segments.len() as f64 > GENERIC_SHARE * segments as f64,
+                generic: crate::memory::is_generic(e.segments.len(), segments),
                 detail: format!(
                     "{} ({}); mentions: {}; segments: {}",
                     e.name,

@@ -1,0 +1,350 @@
+//! The joint extraction (QRMeM section 2.1): per segment, one call for its entities, its
+//! relations (as triples) and, with the graph update, the questions it raises with what they
+//! bring; the reply's types and schema, and the cleaning of extracted names.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{
+    conversation, failure, schema, BuildError, Builder, Proposed, RawEntity, RawRelation,
+    SegmentOut,
+};
+use crate::llm::{Decoding, JsonSchema};
+use crate::memory::types::Source;
+use crate::prompts::PromptId;
+use crate::text::{occurs_in, Segment};
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EntityItem {
+    Full {
+        name: String,
+        #[serde(default, rename = "type")]
+        kind: String,
+    },
+    Name(String),
+}
+
+#[derive(Deserialize)]
+struct RelationItem {
+    #[serde(default)]
+    head: String,
+    #[serde(default)]
+    tail: String,
+    #[serde(default, alias = "relation")]
+    description: String,
+}
+
+/// A relation as the joint call writes it: a [subject, predicate, object] triple (its
+/// description is the sentence "subject predicate object."), or an object with a description.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TripleItem {
+    Triple(Vec<String>),
+    Relation(RelationItem),
+}
+
+impl TripleItem {
+    fn into_relation(self) -> RelationItem {
+        match self {
+            TripleItem::Relation(r) => r,
+            TripleItem::Triple(t) => {
+                let part = |i: usize| t.get(i).map_or("", |s| s.trim()).to_string();
+                let (head, predicate, tail) = (part(0), part(1), part(2));
+                let description = if head.is_empty() || predicate.is_empty() || tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("{head} {predicate} {tail}.")
+                };
+                RelationItem {
+                    head,
+                    tail,
+                    description,
+                }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum QuestionItem {
+    Full {
+        question: String,
+        #[serde(default, alias = "relations")]
+        triples: Vec<TripleItem>,
+        #[serde(default)]
+        entities: Vec<EntityItem>,
+    },
+    Text(String),
+}
+
+/// The joint extraction reply. `entities` and `triples` must be present: a reply without them
+/// is retried, never read as an empty graph.
+#[derive(Deserialize)]
+struct ExtractReply {
+    entities: Vec<EntityItem>,
+    #[serde(alias = "relations")]
+    triples: Vec<TripleItem>,
+    #[serde(default, alias = "questions")]
+    unanswered_questions: Vec<QuestionItem>,
+}
+
+const ENTITY_KINDS: &[&str] = &[
+    "person",
+    "location",
+    "organization",
+    "time",
+    "work",
+    "event",
+    "number",
+    "other",
+];
+
+fn entity_schema(max: usize) -> serde_json::Value {
+    json!({
+        "type": "array", "maxItems": max,
+        "items": {"type": "object", "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 80},
+            "type": {"type": "string", "enum": ENTITY_KINDS}
+        }, "required": ["name", "type"]}
+    })
+}
+
+fn triple_schema(max: usize) -> serde_json::Value {
+    json!({
+        "type": "array", "maxItems": max,
+        "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                  "items": {"type": "string", "minLength": 1, "maxLength": 120}}
+    })
+}
+
+/// The joint reply's schema: entities and triples, and (with the graph update) the questions
+/// with their triples. A server that follows a JSON schema writes an object's keys in the
+/// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
+/// (entities, then relations, then questions). The names sort the same way, so the cache keys
+/// of the committed builds did not change when the sent order became the `required` order.
+fn extract_schema(questions: bool) -> Option<JsonSchema> {
+    let mut properties = json!({
+        "entities": entity_schema(25),
+        "triples": triple_schema(30),
+    });
+    let mut required = vec!["entities", "triples"];
+    if questions {
+        properties["unanswered_questions"] = json!({
+            "type": "array", "maxItems": 3,
+            "items": {"type": "object", "properties": {
+                "question": {"type": "string", "minLength": 5, "maxLength": 200},
+                "triples": triple_schema(3)
+            }, "required": ["question", "triples"]}
+        });
+        required.push("unanswered_questions");
+    }
+    schema("extract", properties, &required)
+}
+
+fn raw_relation(segment: usize, r: RelationItem) -> RawRelation {
+    RawRelation {
+        segment,
+        head: r.head.trim().to_string(),
+        tail: r.tail.trim().to_string(),
+        description: r.description.trim().to_string(),
+    }
+}
+
+pub(super) fn question_text(question: Option<&str>) -> &str {
+    question.unwrap_or("(no question given: extract what matters for the document as a whole)")
+}
+
+fn kind_of(item_kind: &str) -> String {
+    let k = item_kind.trim().to_lowercase();
+    if ENTITY_KINDS.contains(&k.as_str()) {
+        k
+    } else {
+        "other".to_string()
+    }
+}
+
+/// An extracted name without quotes and without a trailing parenthetical: models often return
+/// "Clara Hoffmann (1851-1923)" for the entity "Clara Hoffmann".
+pub(super) fn clean_name(name: &str) -> String {
+    let mut n = name
+        .trim()
+        .trim_matches(|c: char| c == '"' || c == '\'' || c == '“' || c == '”')
+        .trim();
+    if n.ends_with(')') {
+        if let Some(open) = n.rfind(" (") {
+            if open > 0 {
+                n = n[..open].trim_end();
+            }
+        }
+    }
+    n.to_string()
+}
+
+impl Builder<'_> {
+    /// The joint extraction of one segment: its schema entities (`found`), and one call for
+    /// its entities, relations and (with the graph update) questions. The question the memory
+    /// is oriented to is not shown: with it, the 0.5B model wrote the question's entities into
+    /// segments that never name them and extracted little else (ARCHITECTURE.md, Deviations:
+    /// query orientation of the extraction); the Relation Update prompt shows it, and the memory
+    /// records it.
+    pub(super) async fn extract(
+        &self,
+        seg: &Segment,
+        summary: &str,
+        found: Vec<schema::SchemaEntity>,
+    ) -> Result<SegmentOut, BuildError> {
+        let mut out = SegmentOut {
+            entities: found
+                .into_iter()
+                .map(|e| RawEntity {
+                    segment: seg.index,
+                    name: e.name,
+                    kind: e.kind.to_string(),
+                    source: Source::Schema,
+                })
+                .collect(),
+            ..SegmentOut::default()
+        };
+        let lower = seg.text.to_lowercase();
+        let with_questions = self.params.graph_update;
+        let id = if with_questions {
+            PromptId::Extract
+        } else {
+            PromptId::ExtractNoQuestions
+        };
+        let p = self
+            .prompts
+            .render(id, &[("summary", summary), ("segment", &seg.text)])?;
+        let decoding = Decoding {
+            max_tokens: if self.params.extraction_max_tokens == 0 {
+                2048
+            } else {
+                self.params.extraction_max_tokens
+            },
+            frequency_penalty: self.params.extraction_frequency_penalty,
+        };
+        match self
+            .llm
+            .chat_json_with::<ExtractReply>(
+                "extract",
+                conversation(&p),
+                extract_schema(with_questions),
+                Some(decoding),
+            )
+            .await
+        {
+            Ok(r) => {
+                let reply = r.value;
+                // The no-open-entity ablation keeps the schema extractor's entities only.
+                if self.params.open_entity {
+                    self.take_entities(seg, &lower, reply.entities, Source::Llm, &mut out);
+                }
+                out.relations.extend(
+                    reply
+                        .triples
+                        .into_iter()
+                        .map(|r| raw_relation(seg.index, r.into_relation())),
+                );
+                if with_questions {
+                    for q in reply.unanswered_questions {
+                        let (text, relations, entities) = match q {
+                            QuestionItem::Full {
+                                question,
+                                triples,
+                                entities,
+                            } => (question, triples, entities),
+                            QuestionItem::Text(t) => (t, Vec::new(), Vec::new()),
+                        };
+                        if text.trim().is_empty() {
+                            continue;
+                        }
+                        let mut brought = SegmentOut::default();
+                        if self.params.open_entity {
+                            self.take_entities(seg, &lower, entities, Source::Update, &mut brought);
+                        }
+                        out.dropped_entities += brought.dropped_entities;
+                        out.proposed.push(Proposed {
+                            text,
+                            entities: brought.entities,
+                            relations: relations
+                                .into_iter()
+                                .map(|r| raw_relation(seg.index, r.into_relation()))
+                                .collect(),
+                        });
+                    }
+                }
+            }
+            Err(e) => out.failures.push(failure(Some(seg.index), "extract", e)),
+        }
+        self.progress.inc(1);
+        Ok(out)
+    }
+
+    /// Keeps the LLM's entities that occur in the segment (the prompt asks for names "inside the
+    /// triple quote"; anything else is a hallucination and is counted as dropped).
+    fn take_entities(
+        &self,
+        seg: &Segment,
+        lower: &str,
+        items: Vec<EntityItem>,
+        source: Source,
+        out: &mut SegmentOut,
+    ) {
+        for item in items {
+            let (name, kind) = match item {
+                EntityItem::Full { name, kind } => (name, kind),
+                EntityItem::Name(name) => (name, String::new()),
+            };
+            let name = clean_name(&name);
+            if name.is_empty() {
+                continue;
+            }
+            if occurs_in(lower, &name) {
+                out.entities.push(RawEntity {
+                    segment: seg.index,
+                    name,
+                    kind: kind_of(&kind),
+                    source,
+                });
+            } else {
+                out.dropped_entities += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cleaned() {
+        assert_eq!(
+            clean_name(" \"Clara Hoffmann (1851-1923)\" "),
+            "Clara Hoffmann"
+        );
+        assert_eq!(clean_name("(1851)"), "(1851)");
+        assert_eq!(clean_name("Aare"), "Aare");
+    }
+
+    #[test]
+    fn a_triple_is_a_relation_with_a_sentence() {
+        let r = TripleItem::Triple(vec![
+            "Karl Weber".into(),
+            "was born in".into(),
+            "Lyon".into(),
+        ])
+        .into_relation();
+        assert_eq!(
+            (r.head.as_str(), r.tail.as_str(), r.description.as_str()),
+            ("Karl Weber", "Lyon", "Karl Weber was born in Lyon.")
+        );
+        let short = TripleItem::Triple(vec!["Karl Weber".into()]).into_relation();
+        assert!(
+            short.description.is_empty(),
+            "counted as an empty description"
+        );
+    }
+}
