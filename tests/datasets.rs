@@ -209,7 +209,7 @@ fn hotpot_gold_spans_point_at_the_supporting_sentences() {
     // The LongBench-style items of the committed run (seed 0, 9,000 words): the same
     // documents as before gold spans were added (the first one's hash is in builds.jsonl), and
     // spans that point at the supporting sentences.
-    let (long, _) = qrmem::eval::datasets::load("longbench-style", &p, Some(30), 0, 9000).unwrap();
+    let (long, _) = qrmem::eval::items::load("longbench-style", &p, Some(30), 0, 9000).unwrap();
     use sha2::Digest;
     let key = hex::encode(sha2::Sha256::digest(long[0].context.as_bytes()));
     assert_eq!(&key[..16], "e9b7ba6a0c41bf8c");

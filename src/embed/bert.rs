@@ -14,7 +14,6 @@ use rust_tokenizers::vocab::Vocab;
 use tch::{nn, Device, Kind, Tensor};
 
 use super::{EmbedError, Embedder};
-use crate::doctor::missing_model_files;
 
 struct Model {
     _vs: nn::VarStore,
@@ -325,4 +324,19 @@ impl Embedder for BertEmbedder {
         }
         Ok(out)
     }
+}
+
+/// Files a Hugging Face style BERT model directory needs.
+pub fn missing_model_files(dir: &Path) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if !dir.join("config.json").is_file() {
+        missing.push("config.json");
+    }
+    if !dir.join("tokenizer.json").is_file() && !dir.join("vocab.txt").is_file() {
+        missing.push("tokenizer.json or vocab.txt");
+    }
+    if !dir.join("model.safetensors").is_file() {
+        missing.push("model.safetensors");
+    }
+    missing
 }

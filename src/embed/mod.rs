@@ -5,7 +5,7 @@ mod bert;
 mod disk;
 mod index;
 
-pub use bert::BertEmbedder;
+pub use bert::{missing_model_files, BertEmbedder};
 pub use disk::DiskCache;
 pub use index::{index_memory, score_edges, score_segments, Vectors};
 

@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::datasets::{self, QaItem};
+use super::datasets::QaItem;
+use super::items;
 use super::rows::{self, ResultRecord};
 use super::runner::{self, EvalCtx, EvalError, EvalOptions, RunSummary};
 use super::{backfill, Report};
@@ -204,7 +205,7 @@ impl Plan {
             .data
             .as_ref()
             .ok_or_else(|| EvalError::Input("give --data (or an --experiment file)".into()))?;
-        datasets::load(&self.dataset, data, self.limit, self.seed, self.words)
+        items::load(&self.dataset, data, self.limit, self.seed, self.words)
             .map_err(|e| EvalError::Input(e.to_string()))
     }
 }

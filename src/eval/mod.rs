@@ -6,6 +6,7 @@ pub mod compare;
 pub mod datasets;
 pub mod evidence;
 pub mod experiment;
+pub mod items;
 pub mod longbench_style;
 pub mod metrics;
 pub mod paired;

@@ -242,7 +242,7 @@ pub async fn one_prompt_answer(
         option_letter(&answer, options)
     };
     let spans = span::merge(shown.spans);
-    Ok(Trace {
+    let mut trace = Trace {
         method: method.to_string(),
         question: question.to_string(),
         answer,
@@ -258,15 +258,13 @@ pub async fn one_prompt_answer(
         }],
         segments_used: shown.segments.clone(),
         final_segments: shown.segments,
-        requests: after.requests - before.requests,
-        cache_hits: after.cache_hits - before.cache_hits,
-        prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-        completion_tokens: after.completion_tokens - before.completion_tokens,
         failures: vec![],
         answer_spans: spans.clone(),
         read_spans: spans,
         ..Trace::default()
-    })
+    };
+    trace.set_cost(&before, &after);
+    Ok(trace)
 }
 
 /// What bm25-sentencesN shows: the excerpt and the segments its sentences lie in.

@@ -498,13 +498,10 @@ impl Garlic {
             steps,
             segments_used: chunks.clone(),
             final_segments: chunks,
-            requests: after.requests - before.requests,
-            cache_hits: after.cache_hits - before.cache_hits,
-            prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-            completion_tokens: after.completion_tokens - before.completion_tokens,
             failures: vec![],
             ..Trace::default()
         };
+        trace.set_cost(&before, &after);
         trace.set_spans(&self.node_spans());
         Ok(trace)
     }

@@ -826,13 +826,10 @@ impl KnowledgeTree {
             steps,
             segments_used: used.clone(),
             final_segments: used,
-            requests: after.requests - before.requests,
-            cache_hits: after.cache_hits - before.cache_hits,
-            prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-            completion_tokens: after.completion_tokens - before.completion_tokens,
             failures: vec![],
             ..Trace::default()
         };
+        trace.set_cost(&before, &after);
         trace.set_spans(&self.node_spans());
         Ok(trace)
     }

@@ -1,17 +1,15 @@
-//! The boundary every method stands behind: the [`Method`] trait, the [`MethodSpec`] handle the
-//! harness, batch jobs and the CLI pass around, and the registry of method families that parses
-//! a method's name.
+//! The boundary every method stands behind: the [`Method`] trait and the [`MethodSpec`] handle
+//! the harness, batch jobs and the CLI pass around (`registry` parses a name into one).
 //!
 //! Boundary: the callers (`eval`, `batch`, `qrmem ask`) know a method only through this trait;
 //! what a method reads is a [`Prepared`] memory of its [`MemoryKind`], built by
 //! [`super::prepare`]. Adding a method is one module implementing [`Method`] with a [`Family`]
-//! that parses its names, its `mod` line, and one line in [`FAMILIES`].
+//! that parses its names, its `mod` line, and one line in `registry::FAMILIES`.
 //!
 //! Invariant: a method's [`Method::name`] parses back to the same method (the name is how rows of
 //! `results.jsonl` name their method).
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -77,27 +75,6 @@ pub struct Family {
     pub parse: fn(&str) -> Option<MethodSpec>,
 }
 
-/// Every method family, in the order of `--help` and error messages. Adding a method: a module
-/// implementing [`Method`] and a line here.
-pub const FAMILIES: &[&Family] = &[
-    &super::navigators::FAMILY,
-    &super::baseline::FAMILY,
-    &super::vanilla_middle::FAMILY,
-    &super::oracle::FAMILY,
-    &super::summary_tree::FAMILY,
-    &super::knowledge_tree::FAMILY,
-    &super::garlic::FAMILY,
-];
-
-/// The names of every method, comma-separated.
-pub fn method_names() -> String {
-    FAMILIES
-        .iter()
-        .map(|f| f.names)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// A method, by the name used on the command line and in reports: a shared handle on a
 /// [`Method`]. Two specs are equal when their names are.
 #[derive(Clone)]
@@ -113,16 +90,6 @@ impl std::ops::Deref for MethodSpec {
     type Target = dyn Method;
     fn deref(&self) -> &(dyn Method + 'static) {
         &*self.0
-    }
-}
-
-impl FromStr for MethodSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        FAMILIES
-            .iter()
-            .find_map(|f| (f.parse)(s))
-            .ok_or_else(|| format!("unknown method '{s}' (one of: {})", method_names()))
     }
 }
 

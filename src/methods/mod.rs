@@ -1,6 +1,6 @@
 //! Every method behind one API, used alike by `qrmem ask`, `qrmem build`, the eval harness and
 //! batch jobs:
-//! - name a method: [`MethodSpec`] (parsed by the families of [`method::FAMILIES`]);
+//! - name a method: [`MethodSpec`] (parsed by the families of [`registry::FAMILIES`]);
 //! - prepare its memory for a document ([`prepare`]), or open a saved one ([`open`]: the kind is
 //!   read from the file's format) and save it ([`save`]);
 //! - answer a question from it with a [`Trace`](crate::answer::Trace) ([`run`]).
@@ -17,6 +17,7 @@ pub mod knowledge_tree;
 pub mod method;
 pub mod navigators;
 pub mod oracle;
+mod registry;
 mod spec;
 mod store;
 pub mod summary_tree;
@@ -24,7 +25,8 @@ pub mod vanilla_middle;
 
 pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
-pub use method::{answer as run, method_names, Method, MethodSpec, Recorded};
+pub use method::{answer as run, Method, MethodSpec, Recorded};
+pub use registry::method_names;
 pub use spec::{
     load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, PrepareCtx,
     Prepared, Tuning,

@@ -433,13 +433,10 @@ impl SummaryTree {
             steps,
             segments_used: leaves.clone(),
             final_segments: leaves,
-            requests: after.requests - before.requests,
-            cache_hits: after.cache_hits - before.cache_hits,
-            prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-            completion_tokens: after.completion_tokens - before.completion_tokens,
             failures,
             ..Trace::default()
         };
+        trace.set_cost(&before, &after);
         trace.set_spans(&self.leaf_spans());
         Ok(trace)
     }

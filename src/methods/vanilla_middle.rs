@@ -3,7 +3,7 @@
 //! truncates every over-long prompt this way); the answer prompt is the baselines'.
 //!
 //! Also the check of ARCHITECTURE.md's claim that adding a method is one module and one line
-//! (in [`super::method::FAMILIES`]).
+//! (in [`super::registry::FAMILIES`]).
 
 use async_trait::async_trait;
 
