@@ -31,8 +31,6 @@ pub enum BatchError {
     Input { path: String, message: String },
     #[error(transparent)]
     Output(#[from] JournalError),
-    #[error("invalid navigation settings: {0}")]
-    Settings(String),
 }
 
 /// One question of a job, as given.

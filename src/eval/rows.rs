@@ -105,7 +105,7 @@ pub struct ResultRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_segments: Option<Vec<usize>>,
     /// What the answerer was shown and the gold evidence (its fields sit at the row's top
-    /// level; absent in rows recorded before spans were: see `evidence::backfill`).
+    /// level; absent in rows recorded before spans were: see `backfill`).
     #[serde(flatten)]
     pub spans: ContextSpans,
     /// The graph navigators' diagnostics (|E_s|, |S_imp|, checks, expansions).

@@ -36,8 +36,6 @@ use crate::text::count_tokens;
 pub enum EvalError {
     #[error(transparent)]
     Journal(#[from] JournalError),
-    #[error("invalid navigation settings: {0}")]
-    Settings(String),
     #[error("nothing to evaluate: {0}")]
     Empty(String),
     /// An experiment file, dataset, notes file or run directory that cannot be used (the

@@ -121,6 +121,33 @@ fn suffix_number<'a>(name: &'a str, marker: &str) -> Option<(&'a str, usize)> {
     (k.to_string() == n).then_some((base, k))
 }
 
+impl Navigate {
+    /// The navigation settings of this navigator: the configuration's `[navigate]` with this
+    /// name's choices (method, ablations, answer order and context, check threshold) applied.
+    pub fn settings(&self, base: &NavigateConfig) -> NavigateConfig {
+        let mut opts = base.clone();
+        opts.method = self.method;
+        opts.reflection = self.reflection;
+        opts.navigation = self.navigation;
+        if self.relevance_order {
+            opts.answer_order = Order::Relevance;
+        }
+        if self.final_s_mix {
+            opts.final_context = FinalContext::SMix;
+        }
+        if self.answer_segments > 0 {
+            opts.answer_segments = self.answer_segments;
+        }
+        if self.answer_sentences > 0 {
+            opts.answer_sentence_tokens = self.answer_sentences;
+        }
+        if self.check_percent > 0 {
+            opts.check_threshold = f64::from(self.check_percent) / 100.0;
+        }
+        opts
+    }
+}
+
 #[async_trait]
 impl Method for Navigate {
     fn name(&self) -> String {
@@ -177,25 +204,7 @@ impl Method for Navigate {
         let Prepared::Graph(m) = prepared else {
             return Err(wrong_memory(self, prepared));
         };
-        let mut opts = nav.clone();
-        opts.method = self.method;
-        opts.reflection = self.reflection;
-        opts.navigation = self.navigation;
-        if self.relevance_order {
-            opts.answer_order = Order::Relevance;
-        }
-        if self.final_s_mix {
-            opts.final_context = FinalContext::SMix;
-        }
-        if self.answer_segments > 0 {
-            opts.answer_segments = self.answer_segments;
-        }
-        if self.answer_sentences > 0 {
-            opts.answer_sentence_tokens = self.answer_sentences;
-        }
-        if self.check_percent > 0 {
-            opts.check_threshold = f64::from(self.check_percent) / 100.0;
-        }
+        let opts = self.settings(nav);
         Ok(
             Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts, ctx.window)
                 .ask(question, options)
