@@ -311,12 +311,22 @@ fn warn_no_logprobs(threshold: f64) {
 
 /// P(answerable) of an answerability reply: at the token that writes the digit of the
 /// `verdict_action` value (-2 or -1), the probability of "2" over that of "1" among the top
-/// alternatives (renormalised over the two). None when the reply has no log probabilities, the
-/// tokens do not spell the reply, or neither digit is among the alternatives.
+/// alternatives (renormalised over the two). The value is found in the text the tokens spell,
+/// not in the reply's content: a server may hand back the content without the Markdown fence the
+/// model wrote around it (llama-server does, for the 1.5B model's replies), so the two need not
+/// agree. `content` is only the fallback when the tokens spell no action key. None when the reply
+/// has no log probabilities, no action key, or neither digit is among the alternatives.
 pub(crate) fn p_answerable(content: &str, logprobs: &[crate::llm::TokenLogprob]) -> Option<f64> {
     if logprobs.is_empty() {
         return None;
     }
+    let spelled: String = logprobs.iter().map(|t| t.token.as_str()).collect();
+    let has_key = |s: &str| s.contains("\"verdict_action\"") || s.contains("\"action\"");
+    let content = if has_key(&spelled) {
+        spelled.as_str()
+    } else {
+        content
+    };
     let key = content
         .find("\"verdict_action\"")
         .or_else(|| content.find("\"action\""))?;
@@ -403,6 +413,16 @@ mod tests {
         ]);
         let p = p_answerable(joined, &lp).unwrap();
         assert!((p - 0.6).abs() < 1e-9, "{p}");
+        // The model wrote a fence the server took off the content: read in the tokens' text.
+        let fenced = tokens(&[
+            ("```", &[]),
+            ("json\n", &[]),
+            ("{\"verdict_action\": -", &[]),
+            ("1", &[("1", 0.75), ("2", 0.25)]),
+            ("}\n```", &[]),
+        ]);
+        let p = p_answerable(r#"{"verdict_action": -1}"#, &fenced).unwrap();
+        assert!((p - 0.25).abs() < 1e-9, "{p}");
         // No log probabilities, or tokens that do not spell the reply: no reading.
         assert_eq!(p_answerable(content, &[]), None);
         assert_eq!(
