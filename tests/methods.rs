@@ -460,3 +460,82 @@ async fn bm25_sentences_shows_the_best_sentences_within_its_budget() {
     assert!(!shown.contains("Passage 12:"), "{shown}");
     assert!(!t.answer_spans.is_empty());
 }
+
+/// The co-occurrence memory (no LLM call): its edges are the sentences that name two entities,
+/// and it opens, inspects, exports and navigates like any other graph.
+#[tokio::test]
+async fn the_cooccurrence_memory_is_a_graph_like_any_other() {
+    let mut params = BuildParams::from_config(&Config::default());
+    params.cooccurrence = true;
+    let m = qrmem::memory::build_cooccurrence(common::velden::DOC, "velden.txt", params, "none")
+        .unwrap();
+    assert_eq!(m.ledger.total().requests, 0);
+    let node = |name: &str| {
+        m.graph
+            .node_indices()
+            .find(|&n| m.graph[n].name == name)
+            .unwrap_or_else(|| panic!("no entity {name}"))
+    };
+    let (clara, lucerne) = (node("Clara Hoffmann"), node("Lucerne"));
+    let e = m
+        .graph
+        .find_edge(clara, lucerne)
+        .expect("one sentence names both");
+    assert!(
+        m.graph[e].description.starts_with(
+            "Clara Hoffmann (1851-1923) was a civil engineer born in the city of Lucerne"
+        ),
+        "{}",
+        m.graph[e].description
+    );
+    // Opens as its own kind, inspects and exports.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cooc.qrm");
+    let prepared = Prepared::Graph(Box::new(m));
+    methods::save(&prepared, &path).unwrap();
+    let opened = methods::open(&path).unwrap();
+    assert_eq!(opened.kind(), MemoryKind::Cooccurrence);
+    let Prepared::Graph(g) = &opened else {
+        panic!("not a graph")
+    };
+    assert!(qrmem::memory::describe(g, 5).contains("Clara Hoffmann"));
+    assert!(qrmem::memory::export::graphml(g).contains("Lucerne"));
+    // Navigates: kn-cooccurrence over it, with a scripted LLM.
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let name = r.schema.as_ref().map(|s| s.name.as_str()).unwrap_or("");
+        Scripted::Reply(match name {
+            "entities" => r#"{"entities": ["Velden Bridge"]}"#.into(),
+            "answerability" => r#"{"reasoning": "Clara Hoffmann designed it and was born in Lucerne.", "verdict_action": -2, "verdict_answer": "Lucerne"}"#.into(),
+            _ => r#"{"reasoning": "Lucerne.", "answer": "Lucerne"}"#.into(),
+        })
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let prompts = Prompts::load().unwrap();
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = "kn-cooccurrence".parse().unwrap();
+    assert_eq!(spec.memory_kind(), MemoryKind::Cooccurrence);
+    let nav = Config::default().navigate;
+    let t = methods::run(&spec, &ctx, &nav, &opened, common::velden::QUESTION, &[])
+        .await
+        .unwrap();
+    assert_eq!(t.method, "kn-cooccurrence");
+    assert_eq!(t.answer, "Lucerne");
+    assert!(
+        t.start_entities.iter().any(|e| e == "Velden Bridge"),
+        "{:?}",
+        t.start_entities
+    );
+    // A seed system refuses it before any call.
+    let calls = llm.received().len();
+    let err = methods::run(&"garlic".parse().unwrap(), &ctx, &nav, &opened, "Q?", &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MethodError::WrongMemory { .. }), "{err}");
+    assert_eq!(llm.received().len(), calls);
+}

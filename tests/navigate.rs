@@ -79,6 +79,7 @@ fn memory(filler: usize) -> Memory {
             summary_input_tokens: 3000,
             extraction_max_tokens: 2048,
             extraction_frequency_penalty: 0.5,
+            cooccurrence: false,
         },
         model: "scripted".into(),
         question: None,

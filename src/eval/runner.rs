@@ -280,8 +280,8 @@ pub async fn run(
                         error: None,
                         graph: None,
                     };
-                    // Journaled: every failure, and every LLM-built memory (loaded ones and
-                    // LLM-free indexes cost nothing worth a line).
+                    // Journaled: every failure, and every graph or LLM-built memory (loaded
+                    // ones and the segments-only index cost nothing worth a line).
                     let journal = match got {
                         Ok((m, origin)) => {
                             rec.segments = m.segments();
@@ -289,7 +289,7 @@ pub async fn run(
                             rec.relations = m.relations();
                             rec.step_failures = m.failures();
                             if let Prepared::Graph(g) = &m {
-                                if kind.needs_llm() {
+                                if kind.is_graph() {
                                     rec.graph = Some(crate::memory::diagnose(g));
                                 }
                             }
@@ -309,7 +309,7 @@ pub async fn run(
                             }
                             drop(c);
                             memories.insert(kind, Ok(m));
-                            origin == Origin::Built && kind.needs_llm()
+                            origin == Origin::Built && (kind.needs_llm() || kind.is_graph())
                         }
                         Err(e @ MethodError::NotBuilt { .. }) => {
                             // Left for a later run: no row, no build line.

@@ -185,6 +185,7 @@ mod tests {
             summary_input_tokens: 1000,
             extraction_max_tokens: 2048,
             extraction_frequency_penalty: 0.5,
+            cooccurrence: false,
         };
         let doc = "a. b. c. d. e. f. g. h. i. j.";
         let mut m = Memory::segments_only(doc, params, "m");

@@ -10,7 +10,7 @@ pub mod schema;
 pub mod store;
 mod types;
 
-pub use build::{is_generic, BuildError, Builder};
+pub use build::{build_cooccurrence, is_generic, BuildError, Builder};
 pub use diagnostics::{diagnose, GraphDiagnostics};
 pub use inspect::describe;
 pub use store::{load, save, StoreError};

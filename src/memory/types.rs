@@ -95,6 +95,11 @@ pub struct BuildParams {
     /// Frequency penalty of the joint extraction call.
     #[serde(default)]
     pub extraction_frequency_penalty: f32,
+    /// The co-occurrence memory (no LLM call; `memory::build_cooccurrence`), not the paper's
+    /// construction. Left out when false, so the other builds' parameters, and the keys of
+    /// their memory files, are what they were.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooccurrence: bool,
 }
 
 /// Counters of the build, for `inspect` and the reports.

@@ -36,7 +36,7 @@ pub struct Navigate {
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity, kn-cooccurrence (any navigator over the co-occurrence memory, built with no LLM call)",
     parse,
 };
 
@@ -68,8 +68,13 @@ fn parse(name: &str) -> Option<MethodSpec> {
     };
     // "kn-final-s-mix": KN answers from the last S_mix when its trials are spent.
     let (name, final_s_mix) = match name.strip_suffix("-final-s-mix") {
-        Some("kn") => ("kn", true),
+        Some(base @ ("kn" | "kn-cooccurrence")) => (base, true),
         Some(_) => return None,
+        None => (name, false),
+    };
+    // "<navigator>-cooccurrence": over the co-occurrence memory (no LLM call in its build).
+    let (name, cooccurrence) = match name.strip_suffix("-cooccurrence") {
+        Some(base) => (base, true),
         None => (name, false),
     };
     let nav = |method, reflection, navigation, memory| {
@@ -86,6 +91,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
         }))
     };
     match name {
+        _ if cooccurrence && name.starts_with("no-") => return None,
         "no-graph-update" => return nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
         "no-open-entity" => return nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
         _ => {}
@@ -111,7 +117,12 @@ fn parse(name: &str) -> Option<MethodSpec> {
         }
         _ => {}
     }
-    nav(method, reflection, navigation, MemoryKind::Graph)
+    let memory = if cooccurrence {
+        MemoryKind::Cooccurrence
+    } else {
+        MemoryKind::Graph
+    };
+    nav(method, reflection, navigation, memory)
 }
 
 /// `name` as `base` + `marker` + a number written plainly (no sign, no leading zero).
@@ -157,6 +168,11 @@ impl Method for Navigate {
             (_, false, _) => format!("{}-no-reflection", self.method),
             (_, _, false) => format!("{}-no-navigation", self.method),
             _ => self.method.to_string(),
+        };
+        let base = if self.memory == MemoryKind::Cooccurrence {
+            format!("{base}-cooccurrence")
+        } else {
+            base
         };
         let base = if self.final_s_mix {
             format!("{base}-final-s-mix")

@@ -30,6 +30,9 @@ pub enum MemoryKind {
     NoGraphUpdate,
     /// Ablation: schema-based entities only.
     NoOpenEntity,
+    /// Not the paper's: schema entities and sentence co-occurrence edges, no LLM call
+    /// (`memory::build_cooccurrence`).
+    Cooccurrence,
     /// Segments only (no LLM call): the baselines.
     Segments,
     /// A left-heavy summary tree over the segments (seed 002).
@@ -59,10 +62,11 @@ impl std::str::FromStr for MemoryKind {
 
 impl MemoryKind {
     /// Every kind, in the order of help texts.
-    pub const ALL: [MemoryKind; 8] = [
+    pub const ALL: [MemoryKind; 9] = [
         MemoryKind::Graph,
         MemoryKind::NoGraphUpdate,
         MemoryKind::NoOpenEntity,
+        MemoryKind::Cooccurrence,
         MemoryKind::Segments,
         MemoryKind::SummaryTree,
         MemoryKind::KnowledgeTree,
@@ -75,6 +79,7 @@ impl MemoryKind {
             MemoryKind::Graph => "graph",
             MemoryKind::NoGraphUpdate => "no-graph-update",
             MemoryKind::NoOpenEntity => "no-open-entity",
+            MemoryKind::Cooccurrence => "cooccurrence",
             MemoryKind::Segments => "segments",
             MemoryKind::SummaryTree => "summary-tree",
             MemoryKind::KnowledgeTree => "knowledge-tree",
@@ -92,7 +97,7 @@ impl MemoryKind {
                 PromptId::ExtractNoQuestions,
                 PromptId::RelationUpdate,
             ],
-            MemoryKind::Segments => &[],
+            MemoryKind::Segments | MemoryKind::Cooccurrence => &[],
             MemoryKind::SummaryTree => &[PromptId::TreeSummary],
             MemoryKind::KnowledgeTree => &[PromptId::KtTaxonomy, PromptId::KtNode],
             MemoryKind::MemWalker => &[PromptId::Summary],
@@ -108,13 +113,26 @@ impl MemoryKind {
             MemoryKind::Graph
                 | MemoryKind::NoGraphUpdate
                 | MemoryKind::NoOpenEntity
+                | MemoryKind::Cooccurrence
                 | MemoryKind::Segments
+        )
+    }
+
+    /// Whether this memory is an entity graph the navigators read (the paper's, its ablations,
+    /// or the co-occurrence graph): its builds are journaled with their graph diagnostics.
+    pub fn is_graph(self) -> bool {
+        matches!(
+            self,
+            MemoryKind::Graph
+                | MemoryKind::NoGraphUpdate
+                | MemoryKind::NoOpenEntity
+                | MemoryKind::Cooccurrence
         )
     }
 
     /// Whether preparing this memory calls the LLM.
     pub fn needs_llm(self) -> bool {
-        self != MemoryKind::Segments
+        !matches!(self, MemoryKind::Segments | MemoryKind::Cooccurrence)
     }
 
     /// The build parameters of this kind under `config`.
@@ -123,6 +141,7 @@ impl MemoryKind {
         match self {
             MemoryKind::NoGraphUpdate => p.graph_update = false,
             MemoryKind::NoOpenEntity => p.open_entity = false,
+            MemoryKind::Cooccurrence => p.cooccurrence = true,
             MemoryKind::Graph
             | MemoryKind::Segments
             | MemoryKind::SummaryTree
@@ -182,6 +201,7 @@ impl Prepared {
     /// The kind of this memory (a graph memory's kind is read from its build parameters).
     pub fn kind(&self) -> MemoryKind {
         match self {
+            Prepared::Graph(m) if m.params.cooccurrence => MemoryKind::Cooccurrence,
             Prepared::Graph(m) if m.graph.node_count() == 0 && m.ledger.total().requests == 0 => {
                 MemoryKind::Segments
             }
@@ -394,6 +414,7 @@ pub fn load_prepared(kind: MemoryKind, path: &std::path::Path) -> Result<Prepare
         MemoryKind::Graph
         | MemoryKind::NoGraphUpdate
         | MemoryKind::NoOpenEntity
+        | MemoryKind::Cooccurrence
         | MemoryKind::Segments => crate::memory::load(path)
             .map(|m| Prepared::Graph(Box::new(m)))
             .map_err(|e| e.to_string()),
@@ -534,7 +555,9 @@ pub async fn prepare_with(
         tree.ledger = ctx.llm.ledger().snapshot();
         return Ok(Prepared::Tree(Box::new(tree)));
     }
-    let mut memory = if kind.needs_llm() {
+    let mut memory = if kind == MemoryKind::Cooccurrence {
+        crate::memory::build_cooccurrence(document, name, params, ctx.llm.model())?
+    } else if kind.needs_llm() {
         let mut builder = Builder::new(ctx.llm, ctx.prompts, params, ctx.config.llm.concurrency);
         if let Some(bar) = progress {
             builder = builder.with_progress(bar);
@@ -591,6 +614,10 @@ mod tests {
             "kn-final-s-mix-answer-top3-relevance-order",
             "no-graph-update",
             "no-open-entity",
+            "kn-cooccurrence",
+            "te-cooccurrence-sentences1000",
+            "kn-cooccurrence-final-s-mix-check44",
+            "kn-no-reflection-cooccurrence",
             "bm25-top3",
             "contriever-top1",
             "vanilla-left",
@@ -615,6 +642,8 @@ mod tests {
             "ges-check30",
             "kn-sentences0",
             "kn-no-memory",
+            "no-graph-update-cooccurrence",
+            "bm25-top3-cooccurrence",
             "bm25-top0",
             "vanilla-middle2",
             "ges-final-s-mix",

@@ -77,7 +77,7 @@ impl MemoryDir {
         // about sixfold; they are committed with the runs that read them.
         let ext = if kind == MemoryKind::SummaryTree {
             "qst"
-        } else if kind.is_qrmem_memory() && kind.needs_llm() {
+        } else if kind.is_graph() {
             "qrm.gz"
         } else {
             "qrm"
@@ -131,7 +131,7 @@ impl MemoryDir {
             });
         }
         let prepared = prepare(kind, ctx, document, question, name, progress).await?;
-        if kind.needs_llm() {
+        if kind.needs_llm() || kind.is_graph() {
             // Saving is what makes the next run free; failing to save costs that, not this run.
             let saved = super::spec::save(&prepared, &path);
             if let Err(e) = saved {

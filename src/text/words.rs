@@ -15,17 +15,22 @@ pub fn at_word_boundaries(text: &str, start: usize, end: usize) -> bool {
     before_ok && after_ok
 }
 
-/// Whether `needle` occurs in `haystack` as whole words, case as written.
-pub fn whole_word(haystack: &str, needle: &str) -> bool {
+/// Where `needle` first occurs in `haystack` as whole words (a byte offset), case as written.
+pub fn find_whole_word(haystack: &str, needle: &str) -> Option<usize> {
     let mut from = 0;
-    while let Some(pos) = haystack[from..].find(needle) {
+    while let Some(pos) = haystack.get(from..)?.find(needle) {
         let s = from + pos;
         if at_word_boundaries(haystack, s, s + needle.len()) {
-            return true;
+            return Some(s);
         }
         from = s + needle.chars().next().map(char::len_utf8).unwrap_or(1);
     }
-    false
+    None
+}
+
+/// Whether `needle` occurs in `haystack` as whole words, case as written.
+pub fn whole_word(haystack: &str, needle: &str) -> bool {
+    find_whole_word(haystack, needle).is_some()
 }
 
 /// Whether `needle`, trimmed and lowercased, occurs in `haystack_lower` (already lowercase) as

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::rows::mean;
 use crate::eval::rows::BuildRecord;
 use crate::memory::GraphDiagnostics;
-use crate::methods::MemoryKind;
 
 /// A graph memory kind's diagnostics, averaged over its builds that recorded them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,11 +49,7 @@ pub(super) fn graph_rows(first: &BTreeMap<(String, String), &BuildRecord>) -> Ve
     type Acc<'a> = (usize, Vec<&'a GraphDiagnostics>, Vec<(f64, f64)>);
     let mut by_kind: BTreeMap<&str, Acc<'_>> = BTreeMap::new();
     for b in first.values() {
-        if !matches!(
-            b.kind,
-            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
-        ) || b.error.is_some()
-        {
+        if !b.kind.is_graph() || b.error.is_some() {
             continue;
         }
         let e = by_kind.entry(b.kind.name()).or_default();

@@ -15,9 +15,11 @@
 //! timing.
 
 mod assemble;
+mod cooccurrence;
 mod extract;
 mod links;
 
+pub use cooccurrence::build_cooccurrence;
 pub use links::is_generic;
 mod resolve;
 mod summary;
@@ -70,6 +72,7 @@ impl BuildParams {
                 .max(256),
             extraction_max_tokens: m.extraction_max_tokens,
             extraction_frequency_penalty: m.extraction_frequency_penalty,
+            cooccurrence: false,
         }
     }
 }
