@@ -30,6 +30,7 @@ runs=(
   "pages-longbench-style:pages-longbench-style.toml"
   "pages-quality:pages-quality.toml"
   "graphs-longbench-style:graphs-longbench-style.toml"
+  "graphs-cooccurrence:graphs-cooccurrence.toml"
   "navigation-longbench-style:navigation-longbench-style.toml"
   "extraction-decoding:extraction-decoding.toml"
   "check-probe:check-probe.toml"

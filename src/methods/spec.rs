@@ -569,7 +569,10 @@ pub async fn prepare_with(
         }
         Memory::segments_only(document, params, ctx.llm.model())
     };
-    if tuning.vectors {
+    // The co-occurrence graph has about fifty times the edges of the LLM's (200 a segment):
+    // their vectors would make its file 9 MB gzipped and its build minutes long, so the
+    // navigators embed the edges they score on demand (cached on disk like any embedding).
+    if tuning.vectors && kind != MemoryKind::Cooccurrence {
         crate::embed::index_memory(&mut memory, ctx.embedder)?;
     }
     Ok(Prepared::Graph(Box::new(memory)))
