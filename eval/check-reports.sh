@@ -36,6 +36,7 @@ runs=(
   "check-probe:check-probe.toml"
   "check-probe-1.5b:check-probe-1.5b.toml"
   "answers-longbench-style:answers-longbench-style.toml"
+  "calibration-1.5b:calibration-1.5b.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
