@@ -233,10 +233,8 @@ pub(crate) struct EvalArgs {
     pub(crate) dataset: Option<String>,
     #[arg(long, value_name = "PATH")]
     pub(crate) data: Option<PathBuf>,
-    /// Comma-separated methods: kn, ges, te, kn-no-reflection, kn-no-navigation,
-    /// no-graph-update, no-open-entity, bm25-topK, contriever-topK, vanilla-left,
-    /// vanilla-right, vanilla-middle, full, summary-tree, knowledge-tree, memwalker, garlic.
-    #[arg(long, value_delimiter = ',')]
+    /// Comma-separated methods (the list is the registry's: `qrmem::methods::method_names`).
+    #[arg(long, value_delimiter = ',', help = methods_help())]
     pub(crate) methods: Vec<String>,
     /// The first N questions only.
     #[arg(long)]
@@ -329,4 +327,12 @@ pub(crate) struct ChatArgs {
     /// Also write the ledger as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger_out: Option<PathBuf>,
+}
+
+/// The `--methods` help: every method family the registry knows, so the list cannot go stale.
+fn methods_help() -> String {
+    format!(
+        "Comma-separated methods: {}",
+        qrmem::methods::method_names()
+    )
 }
