@@ -498,7 +498,11 @@ async fn the_cooccurrence_memory_is_a_graph_like_any_other() {
     let Prepared::Graph(g) = &opened else {
         panic!("not a graph")
     };
-    assert!(qrmem::memory::describe(g, 5).contains("Clara Hoffmann"));
+    let described = qrmem::memory::describe(g, 5);
+    assert!(
+        described.contains("Clara Hoffmann") && described.contains("the co-occurrence memory"),
+        "{described}"
+    );
     assert!(qrmem::memory::export::graphml(g).contains("Lucerne"));
     // Navigates: kn-cooccurrence over it, with a scripted LLM.
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {

@@ -25,12 +25,17 @@ pub fn describe(memory: &Memory, top: usize) -> String {
     let p = &memory.params;
     let _ = writeln!(
         s,
-        "params: segment_tokens={} rouge<{} entity_similarity={} graph_update={} open_entity={}",
+        "params: segment_tokens={} rouge<{} entity_similarity={} graph_update={} open_entity={}{}",
         p.segment_tokens,
         p.question_rouge_threshold,
         p.entity_similarity,
         p.graph_update,
-        p.open_entity
+        p.open_entity,
+        if p.cooccurrence {
+            " (the co-occurrence memory: no LLM call; edges are sentences naming two entities)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(s, "segments:   {}", memory.segments.len());
     let _ = writeln!(
