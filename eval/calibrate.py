@@ -96,7 +96,7 @@ def main():
                 calls.append(1 + (k + 1) + 1)
                 if evidence(r, cs[k]):
                     full += 1
-            print(f"| {t:.2f} | {name} | {stops}/{len(items)} | {statistics.mean(calls):.2f} "
+            print(f"| {t:g} | {name} | {stops}/{len(items)} | {statistics.mean(calls):.2f} "
                   f"| {full}/{stops} | {statistics.mean(base):.2f} |")
 
 
