@@ -309,7 +309,7 @@ pub async fn run(
                             }
                             drop(c);
                             memories.insert(kind, Ok(m));
-                            origin == Origin::Built && (kind.needs_llm() || kind.is_graph())
+                            origin == Origin::Built && kind.is_kept()
                         }
                         Err(e @ MethodError::NotBuilt { .. }) => {
                             // Left for a later run: no row, no build line.

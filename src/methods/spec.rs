@@ -108,14 +108,7 @@ impl MemoryKind {
     /// Whether a memory of this kind is a QRMeM memory file (the graph, its ablations, or the
     /// segments only), which the graph navigators and the baselines can both read.
     pub fn is_qrmem_memory(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::Graph
-                | MemoryKind::NoGraphUpdate
-                | MemoryKind::NoOpenEntity
-                | MemoryKind::Cooccurrence
-                | MemoryKind::Segments
-        )
+        self.is_graph() || self == MemoryKind::Segments
     }
 
     /// Whether this memory is an entity graph the navigators read (the paper's, its ablations,
@@ -133,6 +126,13 @@ impl MemoryKind {
     /// Whether preparing this memory calls the LLM.
     pub fn needs_llm(self) -> bool {
         !matches!(self, MemoryKind::Segments | MemoryKind::Cooccurrence)
+    }
+
+    /// Whether a build of this memory is saved in `MemoryDir` and journaled in `builds.jsonl`:
+    /// every memory the LLM builds, and every graph (the segments-only index, rebuilt in
+    /// milliseconds, is neither).
+    pub fn is_kept(self) -> bool {
+        self.needs_llm() || self.is_graph()
     }
 
     /// The build parameters of this kind under `config`.

@@ -131,7 +131,7 @@ impl MemoryDir {
             });
         }
         let prepared = prepare(kind, ctx, document, question, name, progress).await?;
-        if kind.needs_llm() || kind.is_graph() {
+        if kind.is_kept() {
             // Saving is what makes the next run free; failing to save costs that, not this run.
             let saved = super::spec::save(&prepared, &path);
             if let Err(e) = saved {

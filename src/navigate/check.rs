@@ -224,7 +224,7 @@ impl Navigator<'_> {
             .await
         {
             Ok(r) => {
-                let p_answerable = p_answerable(&r.reply.content, &r.reply.logprobs);
+                let p_answerable = p_answerable(&r.reply.logprobs);
                 if p_answerable.is_none() && !r.reply.logprobs.is_empty() {
                     tracing::debug!("no action token found among the check's log probabilities");
                 }
@@ -314,19 +314,10 @@ fn warn_no_logprobs(threshold: f64) {
 /// alternatives (renormalised over the two). The value is found in the text the tokens spell,
 /// not in the reply's content: a server may hand back the content without the Markdown fence the
 /// model wrote around it (llama-server does, for the 1.5B model's replies), so the two need not
-/// agree. `content` is only the fallback when the tokens spell no action key. None when the reply
-/// has no log probabilities, no action key, or neither digit is among the alternatives.
-pub(crate) fn p_answerable(content: &str, logprobs: &[crate::llm::TokenLogprob]) -> Option<f64> {
-    if logprobs.is_empty() {
-        return None;
-    }
-    let spelled: String = logprobs.iter().map(|t| t.token.as_str()).collect();
-    let has_key = |s: &str| s.contains("\"verdict_action\"") || s.contains("\"action\"");
-    let content = if has_key(&spelled) {
-        spelled.as_str()
-    } else {
-        content
-    };
+/// agree. None when the reply has no log probabilities, the tokens spell no action key, or
+/// neither digit is among the alternatives.
+pub(crate) fn p_answerable(logprobs: &[crate::llm::TokenLogprob]) -> Option<f64> {
+    let content: String = logprobs.iter().map(|t| t.token.as_str()).collect();
     let key = content
         .find("\"verdict_action\"")
         .or_else(|| content.find("\"action\""))?;
@@ -342,9 +333,6 @@ pub(crate) fn p_answerable(content: &str, logprobs: &[crate::llm::TokenLogprob])
     let mut at = 0usize;
     for t in logprobs {
         let end = at + t.token.len();
-        if content.get(at..end) != Some(t.token.as_str()) {
-            return None;
-        }
         if digit < end {
             let offset = digit - at;
             let (mut p1, mut p2) = (0.0f64, 0.0f64);
@@ -402,7 +390,7 @@ mod tests {
             .iter()
             .map(|&t| (t, if t == "1" { at_digit } else { &[][..] }))
             .collect();
-        let p = p_answerable(content, &tokens(&pieces)).unwrap();
+        let p = p_answerable(&tokens(&pieces)).unwrap();
         assert!((p - 0.2 / 0.9).abs() < 1e-9, "{p}");
         // The sign and the digit as one token.
         let joined = r#"{"verdict_action": -2}"#;
@@ -411,7 +399,11 @@ mod tests {
             ("-2", &[("-2", 0.6), ("-1", 0.4)]),
             ("}", &[]),
         ]);
-        let p = p_answerable(joined, &lp).unwrap();
+        assert_eq!(
+            lp.iter().map(|t| t.token.as_str()).collect::<String>(),
+            joined
+        );
+        let p = p_answerable(&lp).unwrap();
         assert!((p - 0.6).abs() < 1e-9, "{p}");
         // The model wrote a fence the server took off the content: read in the tokens' text.
         let fenced = tokens(&[
@@ -421,12 +413,12 @@ mod tests {
             ("1", &[("1", 0.75), ("2", 0.25)]),
             ("}\n```", &[]),
         ]);
-        let p = p_answerable(r#"{"verdict_action": -1}"#, &fenced).unwrap();
+        let p = p_answerable(&fenced).unwrap();
         assert!((p - 0.25).abs() < 1e-9, "{p}");
-        // No log probabilities, or tokens that do not spell the reply: no reading.
-        assert_eq!(p_answerable(content, &[]), None);
+        // No log probabilities, or tokens that spell no action key: no reading.
+        assert_eq!(p_answerable(&[]), None);
         assert_eq!(
-            p_answerable(content, &tokens(&[("something else", &[("1", 1.0)])])),
+            p_answerable(&tokens(&[("something else", &[("1", 1.0)])])),
             None
         );
     }

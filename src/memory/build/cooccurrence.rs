@@ -10,16 +10,12 @@ use std::time::Instant;
 
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use super::links::{link_segments, mark_generic};
 use super::{assemble, BuildError, RawEntity, SegmentOut};
-use crate::llm::LedgerSnapshot;
 use crate::memory::schema;
-use crate::memory::types::{
-    BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION,
-};
-use crate::text::{find_whole_word, segment, Segment, Sentences};
+use crate::memory::types::{BuildParams, Entity, Memory, Relation};
+use crate::text::{find_whole_word, Segment, Sentences};
 
 /// The most sentences an edge's description keeps (a pair named together in many sentences
 /// would otherwise carry a page of text into every prompt that shows the edge).
@@ -34,48 +30,26 @@ pub fn build_cooccurrence(
     model: &str,
 ) -> Result<Memory, BuildError> {
     let started = Instant::now();
-    let segments = segment(document, params.segment_tokens);
-    if segments.iter().all(|s| s.text.trim().is_empty()) {
+    let mut memory = Memory::segments_only(document, params, model);
+    if memory.segments.iter().all(|s| s.text.trim().is_empty()) {
         return Err(BuildError::EmptyDocument(name.to_string()));
     }
-    let outs: Vec<SegmentOut> = segments
+    let outs: Vec<SegmentOut> = memory
+        .segments
         .par_iter()
         .map(|s| SegmentOut {
-            entities: schema::extract(&s.text)
-                .into_iter()
-                .map(|e| RawEntity {
-                    segment: s.index,
-                    name: e.name,
-                    kind: e.kind.to_string(),
-                    source: Source::Schema,
-                })
-                .collect(),
+            entities: RawEntity::schema(s.index, schema::extract(&s.text)),
             ..SegmentOut::default()
         })
         .collect();
-    let mut stats = BuildStats::default();
-    let (mut graph, _) = assemble::entities(&outs, params.entity_similarity, &mut stats);
-    link_segments(&mut graph, &segments);
-    mark_generic(&mut graph, segments.len());
-    stats.raw_relations = sentence_edges(&mut graph, document, &segments);
-    Ok(Memory {
-        format: FORMAT.to_string(),
-        version: VERSION,
-        params,
-        model: model.to_string(),
-        question: None,
-        document_sha256: hex::encode(Sha256::digest(document.as_bytes())),
-        document_chars: document.chars().count(),
-        summary: String::new(),
-        segments,
-        graph,
-        questions: Vec::new(),
-        failures: Vec::new(),
-        stats,
-        ledger: LedgerSnapshot::default(),
-        build_secs: started.elapsed().as_secs_f64(),
-        vectors: None,
-    })
+    let (mut graph, _) =
+        assemble::entities(&outs, memory.params.entity_similarity, &mut memory.stats);
+    link_segments(&mut graph, &memory.segments);
+    mark_generic(&mut graph, memory.segments.len());
+    memory.stats.raw_relations = sentence_edges(&mut graph, document, &memory.segments);
+    memory.graph = graph;
+    memory.build_secs = started.elapsed().as_secs_f64();
+    Ok(memory)
 }
 
 /// Where entity `e` is first named in `sentence` (`lower` is its lowercase form), by the rule

@@ -196,15 +196,7 @@ impl Builder<'_> {
         found: Vec<schema::SchemaEntity>,
     ) -> Result<SegmentOut, BuildError> {
         let mut out = SegmentOut {
-            entities: found
-                .into_iter()
-                .map(|e| RawEntity {
-                    segment: seg.index,
-                    name: e.name,
-                    kind: e.kind.to_string(),
-                    source: Source::Schema,
-                })
-                .collect(),
+            entities: RawEntity::schema(seg.index, found),
             ..SegmentOut::default()
         };
         let lower = seg.text.to_lowercase();

@@ -99,6 +99,21 @@ struct RawEntity {
     source: Source,
 }
 
+impl RawEntity {
+    /// The schema extractor's entities of segment `segment`.
+    fn schema(segment: usize, found: Vec<schema::SchemaEntity>) -> Vec<RawEntity> {
+        found
+            .into_iter()
+            .map(|e| RawEntity {
+                segment,
+                name: e.name,
+                kind: e.kind.to_string(),
+                source: Source::Schema,
+            })
+            .collect()
+    }
+}
+
 #[derive(Clone, Debug)]
 struct RawRelation {
     segment: usize,
