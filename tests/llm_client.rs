@@ -32,6 +32,7 @@ fn request() -> ChatRequest {
             frequency_penalty: 0.0,
             seed: None,
             top_logprobs: 0,
+            cut_repeats: 0,
         },
         schema: None,
     }
@@ -456,4 +457,80 @@ async fn server_cached_prompt_tokens_are_read_from_openai_and_llama_cpp_usage() 
     assert_eq!((llama.prompt_tokens, llama.cached_prompt_tokens), (40, 31));
     let plain = client.chat(&request()).await.unwrap().usage;
     assert_eq!((plain.prompt_tokens, plain.cached_prompt_tokens), (11, 0));
+}
+
+/// A server-sent-events body: one chunk per piece with llama.cpp's per-token timings, then the
+/// finish chunk, the usage chunk and `[DONE]`.
+fn event_stream(pieces: &[&str]) -> String {
+    let mut body = String::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let chunk = serde_json::json!({
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}],
+            "timings": {"cache_n": 5, "prompt_n": 20, "predicted_n": i + 1}
+        });
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str(
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {}, \"finish_reason\": \"stop\"}]}\n\n",
+    );
+    let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 25, "completion_tokens": pieces.len(), "prompt_tokens_details": {"cached_tokens": 5}}});
+    body.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    body
+}
+
+#[tokio::test]
+async fn a_streamed_reply_that_repeats_an_element_is_cut_and_closed() {
+    let looping = [
+        "{\"triples\": [",
+        "[\"A\", \"b\", \"C\"]",
+        ", [\"D\", \"e\", \"F\"]",
+        ", [\"A\", \"b\", \"C\"]",
+        ", [\"A\", \"b\", \"C\"]",
+        "]}",
+    ];
+    let whole = ["{\"triples\": [", "[\"A\", \"b\", \"C\"]", "]}"];
+    let server = FaultServer::start(
+        vec![
+            Behaviour::Body(event_stream(&looping)),
+            Behaviour::Body(event_stream(&whole)),
+        ],
+        ok("hi"),
+    )
+    .await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let mut req = request();
+    req.sampling.cut_repeats = 1;
+    let cut = client.chat(&req).await.unwrap();
+    assert_eq!(
+        cut.content,
+        r#"{"triples": [["A", "b", "C"], ["D", "e", "F"]]}"#
+    );
+    assert!(cut.was_cut_at_repeat(), "{}", cut.finish_reason);
+    // The cost so far, from the last chunk read (the fourth piece closed the repeat).
+    assert_eq!(
+        (
+            cut.usage.prompt_tokens,
+            cut.usage.completion_tokens,
+            cut.usage.cached_prompt_tokens
+        ),
+        (25, 4, 5)
+    );
+    let sent: serde_json::Value = serde_json::from_str(&server.seen()[0].body).unwrap();
+    assert_eq!(sent["stream"], true, "{sent}");
+    assert_eq!(sent["timings_per_token"], true, "{sent}");
+
+    let full = client.chat(&req).await.unwrap();
+    assert_eq!(full.content, r#"{"triples": [["A", "b", "C"]]}"#);
+    assert_eq!(full.finish_reason, "stop");
+    assert_eq!(
+        (full.usage.prompt_tokens, full.usage.completion_tokens),
+        (25, 3)
+    );
+
+    // A request that does not ask for the cut is not streamed.
+    let plain = client.chat(&request()).await.unwrap();
+    assert_eq!(plain.content, "hi");
+    let sent: serde_json::Value = serde_json::from_str(&server.seen()[2].body).unwrap();
+    assert_eq!(sent["stream"], false, "{sent}");
+    assert!(sent.get("timings_per_token").is_none(), "{sent}");
 }

@@ -171,6 +171,7 @@ mod tests {
                 frequency_penalty: 0.5,
                 seed: None,
                 top_logprobs: 0,
+                cut_repeats: 0,
             },
             schema: None,
         }

@@ -11,6 +11,7 @@ mod cache;
 mod json;
 mod ledger;
 mod openai;
+mod repeat;
 mod scripted;
 mod service;
 
@@ -18,6 +19,7 @@ pub use cache::{CacheKey, ReplyCache};
 pub use json::extract_json;
 pub use ledger::{InFlight, Ledger, LedgerSnapshot, StageStats};
 pub use openai::{OpenAiClient, RetryPolicy};
+pub use repeat::{cut_repeats, RepeatCut};
 pub use scripted::{Scripted, ScriptedLlm};
 pub use service::{Decoding, Policy, Service, Structured};
 
@@ -74,6 +76,11 @@ pub struct Sampling {
     /// of before the field.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub top_logprobs: u8,
+    /// Stop the reply once one of its JSON arrays receives an element it already holds this
+    /// many times, and keep the text before that copy, closed ([`RepeatCut`]; 0: never). The
+    /// transport streams the reply to do it. Absent from the cache key when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_repeats: u8,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -220,7 +227,16 @@ impl ChatReply {
     pub fn was_cut_off(&self) -> bool {
         self.finish_reason == "length"
     }
+
+    /// Whether the reply was stopped at a repeated JSON element (`Sampling::cut_repeats`):
+    /// its content is the text before the repeat, closed, and parses.
+    pub fn was_cut_at_repeat(&self) -> bool {
+        self.finish_reason == FINISH_REPEAT
+    }
 }
+
+/// The `finish_reason` of a reply stopped at a repeated JSON element.
+pub const FINISH_REPEAT: &str = "repeat";
 
 /// The transport: one chat completion per call. Implementations retry transport faults
 /// themselves and report how many attempts a reply took.

@@ -15,7 +15,10 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::{ChatReply, ChatRequest, InRequiredOrder, Llm, Message, SlotGauge, Usage};
+use super::{
+    ChatReply, ChatRequest, InRequiredOrder, Llm, Message, RepeatCut, SlotGauge, Usage,
+    FINISH_REPEAT,
+};
 use crate::config::{JsonMode, LlmConfig, Secret};
 use crate::error::LlmError;
 
@@ -38,6 +41,17 @@ struct Body<'a> {
     logprobs: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_logprobs: Option<u8>,
+    /// llama.cpp's server: put the prompt and generated token counts in every streamed
+    /// chunk, so a reply stopped early still knows its cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timings_per_token: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -180,12 +194,16 @@ impl OpenAiClient {
             messages: &request.messages,
             temperature: request.sampling.temperature,
             max_tokens: request.sampling.max_tokens,
-            stream: false,
+            stream: request.sampling.cut_repeats > 0,
             frequency_penalty: Some(request.sampling.frequency_penalty).filter(|p| *p != 0.0),
             seed: request.sampling.seed,
             response_format,
             logprobs: (request.sampling.top_logprobs > 0).then_some(true),
             top_logprobs: Some(request.sampling.top_logprobs).filter(|n| *n > 0),
+            timings_per_token: (request.sampling.cut_repeats > 0).then_some(true),
+            stream_options: (request.sampling.cut_repeats > 0).then_some(StreamOptions {
+                include_usage: true,
+            }),
         }
     }
 
@@ -194,6 +212,7 @@ impl OpenAiClient {
         &self,
         url: &str,
         body: &Body<'_>,
+        cut_repeats: u8,
         gauge: Option<&dyn SlotGauge>,
     ) -> Result<ChatReply, (LlmError, Option<f64>)> {
         let endpoint = format!("{url}/chat/completions");
@@ -221,6 +240,16 @@ impl OpenAiClient {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s >= 0.0);
+            if body.stream && status.is_success() {
+                // Dropping the response on a cut closes the connection, which stops the
+                // server's generation.
+                return read_stream(url, response, cut_repeats)
+                    .await
+                    .map_err(|e| match e {
+                        StreamError::Transport(e) => (self.classify(url, &e), None),
+                        StreamError::Llm(e) => (e, None),
+                    });
+            }
             let text = response
                 .text()
                 .await
@@ -311,6 +340,113 @@ fn is_loopback(url: &str) -> bool {
         || host
             .parse::<std::net::Ipv4Addr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+enum StreamError {
+    Transport(reqwest::Error),
+    Llm(LlmError),
+}
+
+/// Reads a streamed chat completion (server-sent events, one `data:` line per chunk), stopping
+/// at the first repeat `cut_repeats` allows ([`RepeatCut`]). A stopped reply has
+/// `finish_reason` "repeat" and the usage of the last chunk's llama.cpp timings (prompt and
+/// generated tokens so far); a server that sends none leaves the prompt count at 0 and counts
+/// the content chunks as generated tokens.
+async fn read_stream(
+    url: &str,
+    mut response: reqwest::Response,
+    cut_repeats: u8,
+) -> Result<ChatReply, StreamError> {
+    let bad = |message: String| {
+        StreamError::Llm(LlmError::Protocol {
+            url: url.to_string(),
+            message,
+        })
+    };
+    let mut reader = RepeatCut::new(usize::from(cut_repeats.max(1)));
+    let mut pending: Vec<u8> = Vec::new();
+    let mut finish_reason: Option<String> = None;
+    let mut usage: Option<Usage> = None;
+    let mut timed: Option<Usage> = None;
+    let mut pieces = 0u64;
+    'read: while let Some(bytes) = response.chunk().await.map_err(StreamError::Transport)? {
+        pending.extend_from_slice(&bytes);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else {
+                continue;
+            };
+            if data == "[DONE]" {
+                break 'read;
+            }
+            let chunk: Value = serde_json::from_str(data).map_err(|e| {
+                bad(format!(
+                    "a streamed chunk is not JSON ({e}): {}",
+                    excerpt(data)
+                ))
+            })?;
+            if let Some(error) = chunk.get("error") {
+                return Err(bad(format!(
+                    "the server ended the stream with an error: {}",
+                    excerpt(&error.to_string())
+                )));
+            }
+            if let Some(t) = chunk.get("timings") {
+                let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
+                timed = Some(Usage {
+                    prompt_tokens: n("cache_n") + n("prompt_n"),
+                    completion_tokens: n("predicted_n"),
+                    cached_prompt_tokens: n("cache_n"),
+                });
+            }
+            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                usage = Some(Usage {
+                    prompt_tokens: n("prompt_tokens"),
+                    completion_tokens: n("completion_tokens"),
+                    cached_prompt_tokens: u
+                        .pointer("/prompt_tokens_details/cached_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                });
+            }
+            let Some(choice) = chunk.pointer("/choices/0") else {
+                continue;
+            };
+            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+                finish_reason = Some(f.to_string());
+            }
+            if let Some(piece) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                pieces += 1;
+                if reader.push(piece) {
+                    break 'read;
+                }
+            }
+        }
+    }
+    drop(response);
+    let cut = reader.was_cut();
+    let content = reader.reply();
+    if content.trim().is_empty() && finish_reason.as_deref() != Some("length") {
+        return Err(bad("the streamed reply is empty".into()));
+    }
+    let usage = usage.or(timed).unwrap_or(Usage {
+        completion_tokens: pieces,
+        ..Usage::default()
+    });
+    Ok(ChatReply {
+        content,
+        finish_reason: if cut {
+            FINISH_REPEAT.to_string()
+        } else {
+            finish_reason.unwrap_or_else(|| "unknown".to_string())
+        },
+        usage,
+        attempts: 1,
+        cached: false,
+        logprobs: Vec::new(),
+    })
 }
 
 /// Parses an OpenAI chat completion body.
@@ -459,7 +595,10 @@ impl OpenAiClient {
             let url = self.pick_url().to_string();
             last_url = url.clone();
             attempts += 1;
-            let (error, retry_after) = match self.attempt(&url, &body, gauge).await {
+            let (error, retry_after) = match self
+                .attempt(&url, &body, request.sampling.cut_repeats, gauge)
+                .await
+            {
                 Ok(mut reply) => {
                     reply.attempts = attempts;
                     return Ok(reply);

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{ChatReply, ChatRequest, Llm, TokenLogprob, Usage};
+use super::{cut_repeats, ChatReply, ChatRequest, Llm, TokenLogprob, Usage, FINISH_REPEAT};
 use crate::error::LlmError;
 
 /// One scripted answer.
@@ -98,7 +98,7 @@ impl Llm for ScriptedLlm {
             .iter()
             .map(|m| m.content.split_whitespace().count() as u64)
             .sum();
-        let (content, finish_reason, logprobs) = match scripted {
+        let (mut content, mut finish_reason, logprobs) = match scripted {
             Scripted::Reply(c) => (c, "stop", Vec::new()),
             Scripted::CutOff(c) => (c, "length", Vec::new()),
             Scripted::WithLogprobs(c, lp) if request.sampling.top_logprobs > 0 => (c, "stop", lp),
@@ -110,6 +110,13 @@ impl Llm for ScriptedLlm {
                 })
             }
         };
+        // A request that cuts repeats reads the scripted reply as a stream would.
+        if request.sampling.cut_repeats > 0 && finish_reason == "stop" {
+            if let Some(kept) = cut_repeats(&content, usize::from(request.sampling.cut_repeats)) {
+                content = kept;
+                finish_reason = FINISH_REPEAT;
+            }
+        }
         Ok(ChatReply {
             usage: Usage {
                 prompt_tokens,

@@ -38,11 +38,13 @@ impl From<&LlmConfig> for Policy {
     }
 }
 
-/// A stage's own reply budget and frequency penalty (see [`Service::chat_json_with`]).
+/// A stage's own reply budget, frequency penalty and repeat cut (see
+/// [`Service::chat_json_with`] and `Sampling::cut_repeats`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Decoding {
     pub max_tokens: u32,
     pub frequency_penalty: f32,
+    pub cut_repeats: u8,
 }
 
 /// A parsed structured reply with the raw reply it came from.
@@ -131,6 +133,7 @@ impl Service {
             frequency_penalty: self.policy.frequency_penalty,
             seed: None,
             top_logprobs: 0,
+            cut_repeats: 0,
         }
     }
 
@@ -271,6 +274,7 @@ impl Service {
             if let Some(d) = decoding {
                 sampling.max_tokens = d.max_tokens;
                 sampling.frequency_penalty = d.frequency_penalty;
+                sampling.cut_repeats = d.cut_repeats;
             }
             if attempt > 0 {
                 sampling.temperature = self.policy.retry_temperature;
