@@ -239,6 +239,9 @@ pub(crate) struct EvalArgs {
     /// The first N questions only.
     #[arg(long)]
     pub(crate) limit: Option<usize>,
+    /// Leave out the first N of those (items 31-60: --limit 60 --skip 30).
+    #[arg(long)]
+    pub(crate) skip: Option<usize>,
     /// Seed of the LongBench-style generation.
     #[arg(long)]
     pub(crate) seed: Option<u64>,

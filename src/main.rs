@@ -66,6 +66,7 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
         data: args.data.clone(),
         methods: args.methods.clone(),
         limit: args.limit,
+        skip: args.skip,
         seed: args.seed,
         words: args.words,
         trials: args.trials.clone(),

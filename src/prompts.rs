@@ -31,6 +31,8 @@ pub enum PromptId {
     Summary,
     Extract,
     ExtractNoQuestions,
+    ExtractCompact,
+    ExtractCompactNoQuestions,
     RelationUpdate,
     QuestionEntities,
     Answerability,
@@ -50,10 +52,12 @@ pub enum PromptId {
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 19] = [
+    pub const ALL: [PromptId; 21] = [
         PromptId::Summary,
         PromptId::Extract,
         PromptId::ExtractNoQuestions,
+        PromptId::ExtractCompact,
+        PromptId::ExtractCompactNoQuestions,
         PromptId::RelationUpdate,
         PromptId::QuestionEntities,
         PromptId::Answerability,
@@ -77,6 +81,8 @@ impl PromptId {
             PromptId::Summary => "summary.txt",
             PromptId::Extract => "extract.txt",
             PromptId::ExtractNoQuestions => "extract_no_questions.txt",
+            PromptId::ExtractCompact => "extract_compact.txt",
+            PromptId::ExtractCompactNoQuestions => "extract_compact_no_questions.txt",
             PromptId::RelationUpdate => "relation_update.txt",
             PromptId::QuestionEntities => "question_entities.txt",
             PromptId::Answerability => "answerability.txt",
@@ -101,7 +107,9 @@ impl PromptId {
         match self {
             PromptId::Summary => &["context"],
             PromptId::Extract => &["summary", "segment"],
-            PromptId::ExtractNoQuestions => &["summary", "segment"],
+            PromptId::ExtractNoQuestions
+            | PromptId::ExtractCompact
+            | PromptId::ExtractCompactNoQuestions => &["summary", "segment"],
             PromptId::RelationUpdate => &[
                 "question",
                 "summary",
@@ -133,6 +141,10 @@ impl PromptId {
             PromptId::Summary => include_str!("../prompts/summary.txt"),
             PromptId::Extract => include_str!("../prompts/extract.txt"),
             PromptId::ExtractNoQuestions => include_str!("../prompts/extract_no_questions.txt"),
+            PromptId::ExtractCompact => include_str!("../prompts/extract_compact.txt"),
+            PromptId::ExtractCompactNoQuestions => {
+                include_str!("../prompts/extract_compact_no_questions.txt")
+            }
             PromptId::RelationUpdate => include_str!("../prompts/relation_update.txt"),
             PromptId::QuestionEntities => include_str!("../prompts/question_entities.txt"),
             PromptId::Answerability => include_str!("../prompts/answerability.txt"),

@@ -513,3 +513,89 @@ async fn results_do_not_depend_on_timing_or_concurrency() {
     assert_eq!(build_at(4).await, one);
     assert_eq!(build_at(8).await, one);
 }
+
+/// The compact extraction with the repeat cut: segment 1's reply loops on one triple; the
+/// request asks for the cut, the reply is cut at the third copy (the triple counted once, the
+/// questions before it kept, what came after the loop never read) and the build goes on.
+#[tokio::test]
+async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() {
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let all = conversation_of(r);
+        if !all.contains("You build the knowledge graph") {
+            return common::velden::reply(r, false);
+        }
+        if prompt_of(r).contains("born in the city of Lucerne") {
+            Scripted::Reply(
+                r#"{"questions": ["Where was Clara Hoffmann born?"],
+                    "triples": [["Clara Hoffmann", "was born in", "Lucerne"],
+                                ["Clara Hoffmann", "was born in", "Lucerne"],
+                                ["Clara Hoffmann", "was born in", "Lucerne"],
+                                ["Clara Hoffmann", "was", "engineer"]],
+                    "entities": [["civil engineer", "other"]]}"#
+                    .into(),
+            )
+        } else {
+            Scripted::Reply(
+                r#"{"questions": ["Who designed the Velden Bridge?"],
+                    "triples": [["Clara Hoffmann", "designed", "Velden Bridge"]],
+                    "entities": [["Clara Hoffmann", "person"]]}"#
+                    .into(),
+            )
+        }
+    }));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = Prompts::load().unwrap();
+    let mut p = params();
+    p.extraction_cut_repeats = 2;
+    p.extraction_format = qrmem::config::ExtractionFormat::Compact;
+    let m = Builder::new(&svc, &prompts, p, 2)
+        .build(
+            common::velden::DOC,
+            Some(common::velden::QUESTION),
+            "velden.txt",
+        )
+        .await
+        .unwrap();
+
+    let extractions: Vec<_> = llm
+        .received()
+        .into_iter()
+        .filter(|r| conversation_of(r).contains("You build the knowledge graph"))
+        .collect();
+    assert_eq!(extractions.len(), 2);
+    for r in &extractions {
+        assert_eq!(r.sampling.cut_repeats, 2);
+        let sent = serde_json::to_string(&r.schema.as_ref().unwrap().as_sent()).unwrap();
+        let at = |k: &str| {
+            sent.find(&format!("\"{k}\":{{"))
+                .unwrap_or_else(|| panic!("{k}: {sent}"))
+        };
+        assert!(
+            at("questions") < at("triples") && at("triples") < at("entities"),
+            "questions, triples, then the other entities: {sent}"
+        );
+    }
+    assert!(m.failures.is_empty(), "{:?}", m.failures);
+    assert_eq!(m.stats.cut_replies, 1);
+    // One triple per segment: the loop's once, the one after it never read.
+    assert_eq!(m.stats.raw_relations, 2);
+    let clara = m.find_entity("Clara Hoffmann").unwrap();
+    let lucerne = m.find_entity("Lucerne").unwrap();
+    assert!(m.graph.find_edge(clara, lucerne).is_some());
+    assert!(
+        m.find_entity("engineer").is_none(),
+        "the triple after the loop was cut off"
+    );
+    assert!(
+        m.find_entity("civil engineer").is_none(),
+        "so were the entities after it"
+    );
+    assert_eq!(
+        node(&m, "Clara Hoffmann").kind,
+        "person",
+        "segment 0's entity pair"
+    );
+    let qs: Vec<&str> = m.questions.iter().map(|q| q.text.as_str()).collect();
+    assert!(qs.contains(&"Where was Clara Hoffmann born?"), "{qs:?}");
+    assert_eq!(m.segments.len(), 2);
+}

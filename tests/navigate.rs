@@ -80,6 +80,8 @@ fn memory(filler: usize) -> Memory {
             extraction_max_tokens: 2048,
             extraction_frequency_penalty: 0.5,
             cooccurrence: false,
+            extraction_cut_repeats: 0,
+            extraction_format: Default::default(),
         },
         model: "scripted".into(),
         question: None,

@@ -15,7 +15,7 @@ use crate::error::ConfigError;
 
 mod vocabulary;
 
-pub use vocabulary::{FinalContext, NavMethod, Order};
+pub use vocabulary::{ExtractionFormat, FinalContext, NavMethod, Order};
 
 /// The environment variable that names the configuration file when `--config` is not given.
 pub const CONFIG_ENV: &str = "QRMEM_CONFIG";
@@ -205,6 +205,11 @@ pub struct MemoryConfig {
     /// Frequency penalty of the joint extraction call: 0, since its replies repeat keys and
     /// entity names by design (eval/perf.md measures 0 against 0.5).
     pub extraction_frequency_penalty: f32,
+    /// Stop an extraction reply once one of its lists receives an element it already holds
+    /// this many times, keeping what came before (0: never; the reply is then streamed).
+    pub extraction_cut_repeats: u8,
+    /// The extraction reply's format: `paper` or `compact` (eval/perf.md section 7).
+    pub extraction_format: ExtractionFormat,
 }
 
 impl Default for MemoryConfig {
@@ -218,6 +223,8 @@ impl Default for MemoryConfig {
             max_relation_updates: 100,
             extraction_max_tokens: 2048,
             extraction_frequency_penalty: 0.0,
+            extraction_cut_repeats: 0,
+            extraction_format: ExtractionFormat::Paper,
         }
     }
 }
@@ -672,6 +679,17 @@ mod tests {
         .unwrap();
         assert_eq!(c.llm.base_urls, vec!["http://one:3/v1"]);
         assert_eq!(c.cache.dir, PathBuf::from("/tmp/x"));
+        let c = Config::from_toml_and_env(
+            "",
+            &ConfigSource::Defaults,
+            &env(&[
+                ("QRMEM_MEMORY_EXTRACTION_CUT_REPEATS", "1"),
+                ("QRMEM_MEMORY_EXTRACTION_FORMAT", "compact"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.memory.extraction_cut_repeats, 1);
+        assert_eq!(c.memory.extraction_format, ExtractionFormat::Compact);
     }
 
     #[test]
@@ -769,6 +787,11 @@ mod tests {
                 "[navigate]\nfinal_context = \"all\"\n",
                 "navigate.final_context",
                 "unknown final context 'all' (ranked or s-mix)",
+            ),
+            (
+                "[memory]\nextraction_format = \"short\"\n",
+                "memory.extraction_format",
+                "unknown extraction format 'short' (paper or compact)",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

@@ -1,5 +1,6 @@
-//! The words the `[navigate]` section chooses from, typed: the navigator, the order of an answer
-//! prompt's segments, and what KN's final answer shows. Each reads from and writes to the
+//! The words the configuration chooses from, typed: the navigator, the order of an answer
+//! prompt's segments and what KN's final answer shows (`[navigate]`), and the reply format of
+//! the joint extraction (`[memory]`). Each reads from and writes to the
 //! configuration as the string it has always been.
 
 use std::fmt;
@@ -109,6 +110,46 @@ impl FromStr for FinalContext {
     }
 }
 
+/// How the joint extraction call writes its reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ExtractionFormat {
+    /// Entities as {"name", "type"} objects, then the triples, then up to three questions
+    /// each with the triples that help answer it (`prompts/extract.txt`).
+    #[default]
+    Paper,
+    /// The same content, shorter to write: entities as [name, type] pairs, then the questions
+    /// as plain strings, then the triples (`prompts/extract_compact.txt`). The questions come
+    /// before the triples, so a reply cut at a repeated triple keeps them.
+    Compact,
+}
+
+impl ExtractionFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtractionFormat::Paper => "paper",
+            ExtractionFormat::Compact => "compact",
+        }
+    }
+
+    pub fn is_paper(&self) -> bool {
+        *self == ExtractionFormat::Paper
+    }
+}
+
+impl FromStr for ExtractionFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "paper" => Ok(ExtractionFormat::Paper),
+            "compact" => Ok(ExtractionFormat::Compact),
+            other => Err(format!(
+                "unknown extraction format '{other}' (paper or compact)"
+            )),
+        }
+    }
+}
+
 macro_rules! as_string {
     ($($t:ty),*) => {$(
         impl fmt::Display for $t {
@@ -129,7 +170,7 @@ macro_rules! as_string {
         }
     )*};
 }
-as_string!(NavMethod, Order, FinalContext);
+as_string!(NavMethod, Order, FinalContext, ExtractionFormat);
 
 /// The keys of the configuration whose values are these words, with their parsers: the loader
 /// checks them before it reads the file into types, so that an unknown word is an error naming
@@ -137,11 +178,14 @@ as_string!(NavMethod, Order, FinalContext);
 /// Parses one word of a key's vocabulary, saying why it is not one.
 type Check = fn(&str) -> Result<(), String>;
 
-pub(super) const TYPED_KEYS: [(&str, &str, Check); 3] = [
+pub(super) const TYPED_KEYS: [(&str, &str, Check); 4] = [
     ("navigate", "method", |s| s.parse::<NavMethod>().map(drop)),
     ("navigate", "answer_order", |s| s.parse::<Order>().map(drop)),
     ("navigate", "final_context", |s| {
         s.parse::<FinalContext>().map(drop)
+    }),
+    ("memory", "extraction_format", |s| {
+        s.parse::<ExtractionFormat>().map(drop)
     }),
 ];
 

@@ -31,8 +31,8 @@ use crate::prompts::Prompts;
 /// baseline of the QRMeM paper's Table 1.
 pub const DEFAULT_REFERENCE: &str = "bm25-top3";
 
-/// An experiment file: title, dataset, data, methods, limit, seed, words, trials, reference,
-/// model, memories_built_by, notes.
+/// An experiment file: title, dataset, data, methods, limit, skip, seed, words, trials,
+/// reference, model, memories_built_by, notes.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
@@ -43,6 +43,8 @@ pub struct Experiment {
     #[serde(default)]
     pub methods: Vec<String>,
     pub limit: Option<usize>,
+    /// Leave out the first N of the `limit` items (a run over items 31-60: limit 60, skip 30).
+    pub skip: Option<usize>,
     pub seed: Option<u64>,
     pub words: Option<usize>,
     pub trials: Option<String>,
@@ -103,6 +105,7 @@ pub struct Request {
     pub data: Option<PathBuf>,
     pub methods: Vec<String>,
     pub limit: Option<usize>,
+    pub skip: Option<usize>,
     pub seed: Option<u64>,
     pub words: Option<usize>,
     /// "1..6" or "1,2,4".
@@ -122,6 +125,8 @@ pub struct Plan {
     pub methods: Vec<MethodSpec>,
     pub trials: Vec<usize>,
     pub limit: Option<usize>,
+    /// Items left out at the start (the items are the `limit` first, less these).
+    pub skip: usize,
     pub seed: u64,
     pub words: usize,
     /// The report's row order: the experiment file's methods, then any other this run names.
@@ -187,6 +192,7 @@ impl Plan {
             methods,
             trials,
             limit: req.limit.or(exp.limit),
+            skip: req.skip.or(exp.skip).unwrap_or(0),
             seed: req.seed.or(exp.seed).unwrap_or(0),
             words: req.words.or(exp.words).unwrap_or(9000),
             method_order,
@@ -205,8 +211,18 @@ impl Plan {
             .data
             .as_ref()
             .ok_or_else(|| EvalError::Input("give --data (or an --experiment file)".into()))?;
-        items::load(&self.dataset, data, self.limit, self.seed, self.words)
-            .map_err(|e| EvalError::Input(e.to_string()))
+        let (mut items, notes) =
+            items::load(&self.dataset, data, self.limit, self.seed, self.words)
+                .map_err(|e| EvalError::Input(e.to_string()))?;
+        if self.skip >= items.len() && self.skip > 0 {
+            return Err(EvalError::Input(format!(
+                "skip {} leaves no item of the {} loaded (raise limit)",
+                self.skip,
+                items.len()
+            )));
+        }
+        items.drain(..self.skip.min(items.len()));
+        Ok((items, notes))
     }
 }
 
@@ -647,5 +663,32 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn skip_leaves_out_the_first_items_of_the_limit() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/longbench_hotpotqa.jsonl");
+        let plan = |skip: Option<usize>| {
+            Plan::resolve(&Request {
+                dataset: Some("longbench".into()),
+                data: Some(fixture.clone()),
+                methods: vec!["bm25-top3".into()],
+                limit: Some(2),
+                skip,
+                ..Request::default()
+            })
+            .unwrap()
+        };
+        let all = plan(None).load_items().unwrap().0;
+        assert_eq!(all.len(), 2);
+        let rest = plan(Some(1)).load_items().unwrap().0;
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].id, all[1].id);
+        let err = match plan(Some(2)).load_items() {
+            Err(EvalError::Input(e)) => e,
+            other => panic!("expected an input error, got {:?}", other.map(|_| ())),
+        };
+        assert!(err.contains("skip 2 leaves no item"), "{err}");
     }
 }

@@ -52,6 +52,13 @@ pub struct GraphDiagnostics {
     pub median_segments_per_entity: f64,
     /// Entities linked to more than 20% of the segments.
     pub over_linked_entities: usize,
+    /// Extraction replies stopped at a repeated list element (left out when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_replies: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn median(mut v: Vec<usize>) -> f64 {
@@ -123,6 +130,7 @@ pub fn diagnose(memory: &Memory) -> GraphDiagnostics {
             .node_weights()
             .filter(|e| e.segments.len() as f64 > limit)
             .count(),
+        cut_replies: st.cut_replies,
     }
 }
 
@@ -131,7 +139,15 @@ impl GraphDiagnostics {
     pub fn describe(&self) -> String {
         let opt = |x: Option<usize>| x.map_or("n/a".to_string(), |x| x.to_string());
         let b = &self.entities_per_segment_by_source;
-        format!(
+        let cut = if self.cut_replies > 0 {
+            format!(
+                "  extraction replies stopped at a repeated element: {}\n",
+                self.cut_replies
+            )
+        } else {
+            String::new()
+        };
+        let lines = format!(
             "graph diagnostics:\n  entities per segment: {:.1} (schema {:.1}, LLM {:.1}, update {:.1}, relation end {:.1})\n  relations: {} extracted, {} kept; dropped: {} unresolved end, {} self-loop, {} empty, {} unsupported\n  edges: {} ({:.2} per segment); entities with an edge: {:.1}% (LLM-extracted: {})\n  median segments per entity: {:.1}; entities linked to more than {:.0}% of the segments: {}\n",
             self.entities_per_segment,
             b.schema,
@@ -152,7 +168,8 @@ impl GraphDiagnostics {
             self.median_segments_per_entity,
             100.0 * OVER_LINKED_SHARE,
             self.over_linked_entities
-        )
+        );
+        lines + &cut
     }
 }
 
@@ -186,6 +203,8 @@ mod tests {
             extraction_max_tokens: 2048,
             extraction_frequency_penalty: 0.5,
             cooccurrence: false,
+            extraction_cut_repeats: 0,
+            extraction_format: Default::default(),
         };
         let doc = "a. b. c. d. e. f. g. h. i. j.";
         let mut m = Memory::segments_only(doc, params, "m");

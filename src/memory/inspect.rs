@@ -25,12 +25,20 @@ pub fn describe(memory: &Memory, top: usize) -> String {
     let p = &memory.params;
     let _ = writeln!(
         s,
-        "params: segment_tokens={} rouge<{} entity_similarity={} graph_update={} open_entity={}{}",
+        "params: segment_tokens={} rouge<{} entity_similarity={} graph_update={} open_entity={}{}{}",
         p.segment_tokens,
         p.question_rouge_threshold,
         p.entity_similarity,
         p.graph_update,
         p.open_entity,
+        if p.extraction_format.is_paper() && p.extraction_cut_repeats == 0 {
+            String::new()
+        } else {
+            format!(
+                " extraction_format={} extraction_cut_repeats={}",
+                p.extraction_format, p.extraction_cut_repeats
+            )
+        },
         if p.cooccurrence {
             " (the co-occurrence memory: no LLM call; edges are sentences naming two entities)"
         } else {

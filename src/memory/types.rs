@@ -6,6 +6,7 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
+use crate::config::ExtractionFormat;
 use crate::llm::LedgerSnapshot;
 use crate::text::Segment;
 
@@ -100,6 +101,21 @@ pub struct BuildParams {
     /// their memory files, are what they were.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cooccurrence: bool,
+    /// Copies of one list element an extraction reply may hold before it is cut (0: never
+    /// cut). Left out when 0, like the format when `paper`, so the keys of the memories built
+    /// before these options are what they were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extraction_cut_repeats: u8,
+    #[serde(default, skip_serializing_if = "ExtractionFormat::is_paper")]
+    pub extraction_format: ExtractionFormat,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
+fn is_zero_count(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Counters of the build, for `inspect` and the reports.
@@ -120,6 +136,9 @@ pub struct BuildStats {
     pub relation_updates: usize,
     /// Generated questions rejected by the ROUGE-L rule.
     pub rejected_questions: usize,
+    /// Extraction replies stopped at a repeated list element (`extraction_cut_repeats`).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub cut_replies: usize,
     /// `dropped_relations` by cause (None in memories built before causes were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relation_drops: Option<RelationDrops>,

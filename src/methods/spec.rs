@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use super::method::MethodSpec;
 use crate::answer::{AnswerError, Window};
-use crate::config::Config;
+use crate::config::{Config, ExtractionFormat};
 use crate::embed::{EmbedError, Embedder};
 use crate::llm::Service;
 use crate::memory::{BuildError, BuildParams, Builder, Memory};
@@ -88,9 +88,20 @@ impl MemoryKind {
         }
     }
 
-    /// The prompts its build sends (their fingerprint is part of the memory's key).
-    pub fn build_prompts(self) -> &'static [PromptId] {
+    /// The prompts its build with `params` sends (their fingerprint is part of the memory's
+    /// key).
+    pub fn build_prompts(self, params: &BuildParams) -> &'static [PromptId] {
         match self {
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
+                if params.extraction_format == ExtractionFormat::Compact =>
+            {
+                &[
+                    PromptId::Summary,
+                    PromptId::ExtractCompact,
+                    PromptId::ExtractCompactNoQuestions,
+                    PromptId::RelationUpdate,
+                ]
+            }
             MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity => &[
                 PromptId::Summary,
                 PromptId::Extract,

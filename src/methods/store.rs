@@ -58,15 +58,16 @@ impl MemoryDir {
         document: &str,
         question: Option<&str>,
     ) -> PathBuf {
+        let params = kind.params(ctx.config);
         let mut h = Sha256::new();
         h.update(Sha256::digest(document.as_bytes()));
         for part in [
             kind.name(),
-            &serde_json::to_string(&kind.params(ctx.config)).unwrap_or_default(),
+            &serde_json::to_string(&params).unwrap_or_default(),
             self.reuse_only.as_deref().unwrap_or(ctx.llm.model()),
             ctx.embedder.model_id(),
             question.unwrap_or("\u{0}none"),
-            &ctx.prompts.fingerprint(kind.build_prompts()),
+            &ctx.prompts.fingerprint(kind.build_prompts(&params)),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());

@@ -9,6 +9,7 @@ use super::{
     conversation, failure, schema, BuildError, Builder, Proposed, RawEntity, RawRelation,
     SegmentOut,
 };
+use crate::config::ExtractionFormat;
 use crate::llm::{Decoding, JsonSchema};
 use crate::memory::types::Source;
 use crate::prompts::PromptId;
@@ -23,6 +24,8 @@ enum EntityItem {
         kind: String,
     },
     Name(String),
+    /// The compact format's [name, type].
+    Pair(Vec<String>),
 }
 
 #[derive(Deserialize)]
@@ -90,6 +93,27 @@ struct ExtractReply {
     unanswered_questions: Vec<QuestionItem>,
 }
 
+/// The compact reply. `triples` must be present; the entities come last, so a reply cut at a
+/// repeated triple has none.
+#[derive(Deserialize)]
+struct CompactReply {
+    #[serde(default)]
+    questions: Vec<String>,
+    triples: Vec<TripleItem>,
+    #[serde(default)]
+    entities: Vec<EntityItem>,
+}
+
+impl From<CompactReply> for ExtractReply {
+    fn from(r: CompactReply) -> Self {
+        ExtractReply {
+            entities: r.entities,
+            triples: r.triples,
+            unanswered_questions: r.questions.into_iter().map(QuestionItem::Text).collect(),
+        }
+    }
+}
+
 const ENTITY_KINDS: &[&str] = &[
     "person",
     "location",
@@ -100,6 +124,17 @@ const ENTITY_KINDS: &[&str] = &[
     "number",
     "other",
 ];
+
+/// The compact format's entity: [name, type].
+fn entity_pair_schema(max: usize) -> serde_json::Value {
+    json!({
+        "type": "array", "maxItems": max,
+        "items": {"type": "array", "prefixItems": [
+            {"type": "string", "minLength": 1, "maxLength": 80},
+            {"type": "string", "enum": ENTITY_KINDS}
+        ]}
+    })
+}
 
 fn entity_schema(max: usize) -> serde_json::Value {
     json!({
@@ -124,7 +159,10 @@ fn triple_schema(max: usize) -> serde_json::Value {
 /// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
 /// (entities, then relations, then questions). The names sort the same way, so the cache keys
 /// of the committed builds did not change when the sent order became the `required` order.
-fn extract_schema(questions: bool) -> Option<JsonSchema> {
+fn extract_schema(format: ExtractionFormat, questions: bool) -> Option<JsonSchema> {
+    if format == ExtractionFormat::Compact {
+        return compact_schema(questions);
+    }
     let mut properties = json!({
         "entities": entity_schema(25),
         "triples": triple_schema(30),
@@ -140,6 +178,27 @@ fn extract_schema(questions: bool) -> Option<JsonSchema> {
         });
         required.push("unanswered_questions");
     }
+    schema("extract", properties, &required)
+}
+
+/// The compact reply's schema: (with the graph update) the questions as plain strings, then the
+/// triples, then the entities no triple names as [name, type] pairs. A reply cut at a repeated
+/// element (`extraction_cut_repeats`) keeps everything before the loop: the questions whatever
+/// loops, the triples when the entity list loops.
+fn compact_schema(questions: bool) -> Option<JsonSchema> {
+    let mut properties = json!({
+        "triples": triple_schema(30),
+        "entities": entity_pair_schema(25),
+    });
+    let mut required = Vec::new();
+    if questions {
+        properties["questions"] = json!({
+            "type": "array", "maxItems": 3,
+            "items": {"type": "string", "minLength": 5, "maxLength": 200}
+        });
+        required.push("questions");
+    }
+    required.extend(["triples", "entities"]);
     schema("extract", properties, &required)
 }
 
@@ -201,10 +260,12 @@ impl Builder<'_> {
         };
         let lower = seg.text.to_lowercase();
         let with_questions = self.params.graph_update;
-        let id = if with_questions {
-            PromptId::Extract
-        } else {
-            PromptId::ExtractNoQuestions
+        let format = self.params.extraction_format;
+        let id = match (format, with_questions) {
+            (ExtractionFormat::Paper, true) => PromptId::Extract,
+            (ExtractionFormat::Paper, false) => PromptId::ExtractNoQuestions,
+            (ExtractionFormat::Compact, true) => PromptId::ExtractCompact,
+            (ExtractionFormat::Compact, false) => PromptId::ExtractCompactNoQuestions,
         };
         let p = self
             .prompts
@@ -216,19 +277,24 @@ impl Builder<'_> {
                 self.params.extraction_max_tokens
             },
             frequency_penalty: self.params.extraction_frequency_penalty,
+            cut_repeats: self.params.extraction_cut_repeats,
         };
-        match self
-            .llm
-            .chat_json_with::<ExtractReply>(
-                "extract",
-                conversation(&p),
-                extract_schema(with_questions),
-                Some(decoding),
-            )
-            .await
-        {
-            Ok(r) => {
-                let reply = r.value;
+        let (messages, schema) = (conversation(&p), extract_schema(format, with_questions));
+        let asked = match format {
+            ExtractionFormat::Paper => self
+                .llm
+                .chat_json_with::<ExtractReply>("extract", messages, schema, Some(decoding))
+                .await
+                .map(|r| (r.value, r.reply.was_cut_at_repeat())),
+            ExtractionFormat::Compact => self
+                .llm
+                .chat_json_with::<CompactReply>("extract", messages, schema, Some(decoding))
+                .await
+                .map(|r| (r.value.into(), r.reply.was_cut_at_repeat())),
+        };
+        match asked {
+            Ok((reply, cut)) => {
+                out.cut_at_repeat = cut;
                 // The no-open-entity ablation keeps the schema extractor's entities only.
                 if self.params.open_entity {
                     self.take_entities(seg, &lower, reply.entities, Source::Llm, &mut out);
@@ -288,6 +354,11 @@ impl Builder<'_> {
             let (name, kind) = match item {
                 EntityItem::Full { name, kind } => (name, kind),
                 EntityItem::Name(name) => (name, String::new()),
+                EntityItem::Pair(pair) => {
+                    let mut parts = pair.into_iter();
+                    let name = parts.next().unwrap_or_default();
+                    (name, parts.next().unwrap_or_default())
+                }
             };
             let name = clean_name(&name);
             if name.is_empty() {

@@ -73,6 +73,8 @@ impl BuildParams {
             extraction_max_tokens: m.extraction_max_tokens,
             extraction_frequency_penalty: m.extraction_frequency_penalty,
             cooccurrence: false,
+            extraction_cut_repeats: m.extraction_cut_repeats,
+            extraction_format: m.extraction_format,
         }
     }
 }
@@ -139,6 +141,8 @@ struct SegmentOut {
     proposed: Vec<Proposed>,
     failures: Vec<StepFailure>,
     dropped_entities: usize,
+    /// The extraction reply was stopped at a repeated list element.
+    cut_at_repeat: bool,
 }
 
 /// A prompt file split into chat messages at its `### system`, `### user` and `### assistant`
@@ -261,7 +265,10 @@ impl<'a> Builder<'a> {
 
         // The question pool, in segment order so the result does not depend on timing; an
         // admitted question's entities and relations join its segment's (the graph update).
-        let mut stats = BuildStats::default();
+        let mut stats = BuildStats {
+            cut_replies: outs.iter().filter(|o| o.cut_at_repeat).count(),
+            ..BuildStats::default()
+        };
         let mut pool = QuestionPool::new(self.params.question_rouge_threshold);
         let mut questions: Vec<GeneratedQuestion> = Vec::new();
         for (i, o) in outs.iter_mut().enumerate() {
