@@ -670,3 +670,82 @@ async fn another_model_answers_over_memories_built_once_and_builds_none() {
     // Each row names the model that answered it, not the one that built its memory.
     assert!(rows.iter().all(|r| r["model"] == "bigger"), "{rows:?}");
 }
+
+/// A run that only reads memories finds a graph built with another extraction reply (the
+/// compact format with the repeat cut) when nothing else in its key differs, and no graph
+/// when something else does.
+#[tokio::test]
+async fn a_reading_run_finds_a_graph_built_with_another_extraction_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = items();
+    let prompts = Prompts::load().unwrap();
+    let run_with_config = |config: Config, o: EvalOptions, svc: Service| {
+        let prompts = &prompts;
+        let items = &items[..1];
+        let dir = dir.path().to_path_buf();
+        async move {
+            let ctx = EvalCtx {
+                llm: &svc,
+                prompts,
+                embedder: &Bow,
+                config: &config,
+            };
+            qrmem::eval::run(&ctx, items, &dir, &o).await.unwrap()
+        }
+    };
+    let mut compact = config();
+    compact.memory.extraction_format = qrmem::config::ExtractionFormat::Compact;
+    compact.memory.extraction_cut_repeats = 2;
+    let mut o = opts();
+    o.build_only = true;
+    run_with_config(compact, o, service_with(None).0).await;
+    let builds = std::fs::read_to_string(dir.path().join("builds.jsonl")).unwrap();
+    assert_eq!(builds.lines().count(), 1);
+
+    // The configured extraction is the paper's: the reading run reads the compact graph.
+    let mut o = opts();
+    o.memories_built_by = Some("scripted".into());
+    let (big, _) = service_of(
+        ScriptedLlm::new([])
+            .with_responder(reply)
+            .with_model("bigger"),
+        None,
+    );
+    let s = run_with_config(config(), o.clone(), big).await;
+    assert_eq!(s.not_built, 0);
+    assert!(lines(dir.path()).iter().any(|r| r["method"] == "kn"));
+
+    // Another segment size is another memory: nothing to read.
+    let other = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir.path().join("memories")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::create_dir_all(other.path().join("memories")).unwrap();
+        std::fs::copy(
+            &path,
+            other
+                .path()
+                .join("memories")
+                .join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let mut longer = config();
+    longer.memory.segment_tokens = 200;
+    let (big, _) = service_of(
+        ScriptedLlm::new([])
+            .with_responder(reply)
+            .with_model("bigger"),
+        None,
+    );
+    let svc = big;
+    let ctx = EvalCtx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &longer,
+    };
+    let s = qrmem::eval::run(&ctx, &items[..1], other.path(), &o)
+        .await
+        .unwrap();
+    assert_eq!(s.not_built, 2, "kn at trials 1 and 2");
+}

@@ -5,7 +5,8 @@
 //! Invariants: a memory file is only ever written whole (atomic rename, `memory::save`); two
 //! tasks asking for the same key at once build it once (a lock per key); an unreadable file
 //! is reported and rebuilt, never trusted; a reuse-only store never builds a memory that needs
-//! the LLM.
+//! the LLM, and reads a graph built with another extraction reply only when nothing else in
+//! its key differs.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::spec::{load_prepared, prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
+use crate::memory::BuildParams;
 
 /// Where a memory came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,16 +60,27 @@ impl MemoryDir {
         document: &str,
         question: Option<&str>,
     ) -> PathBuf {
-        let params = kind.params(ctx.config);
+        self.path_with(kind, &kind.params(ctx.config), ctx, document, question)
+    }
+
+    /// The file of a memory of this content built with `params`.
+    fn path_with(
+        &self,
+        kind: MemoryKind,
+        params: &BuildParams,
+        ctx: &PrepareCtx<'_>,
+        document: &str,
+        question: Option<&str>,
+    ) -> PathBuf {
         let mut h = Sha256::new();
         h.update(Sha256::digest(document.as_bytes()));
         for part in [
             kind.name(),
-            &serde_json::to_string(&params).unwrap_or_default(),
+            &serde_json::to_string(params).unwrap_or_default(),
             self.reuse_only.as_deref().unwrap_or(ctx.llm.model()),
             ctx.embedder.model_id(),
             question.unwrap_or("\u{0}none"),
-            &ctx.prompts.fingerprint(kind.build_prompts(&params)),
+            &ctx.prompts.fingerprint(kind.build_prompts(params)),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
@@ -125,6 +138,9 @@ impl MemoryDir {
             }
         }
         if let (Some(model), true) = (&self.reuse_only, kind.needs_llm()) {
+            if let Some(other) = self.other_extraction(kind, ctx, document, question) {
+                return Ok((other, Origin::Loaded));
+            }
             return Err(MethodError::NotBuilt {
                 kind: kind.name().to_string(),
                 model: model.clone(),
@@ -140,5 +156,63 @@ impl MemoryDir {
             }
         }
         Ok((prepared, Origin::Built))
+    }
+
+    /// A reuse-only store's graph of this content built with another extraction reply (format
+    /// or repeat cut, which shape the build and nothing a reader does): a file of the same
+    /// document and kind whose parameters differ from the configured ones in those two only,
+    /// and whose name is the key of its own parameters with today's prompts. So a run reads
+    /// graphs that earlier builds made with either extraction, and says which in the log and
+    /// in the builds it reports; any other difference still finds nothing.
+    fn other_extraction(
+        &self,
+        kind: MemoryKind,
+        ctx: &PrepareCtx<'_>,
+        document: &str,
+        question: Option<&str>,
+    ) -> Option<Prepared> {
+        if !matches!(
+            kind,
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
+        ) {
+            return None;
+        }
+        let configured = kind.params(ctx.config);
+        let doc = hex::encode(Sha256::digest(document.as_bytes()));
+        let prefix = format!("{}-{}-", &doc[..16], kind.name());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".qrm.gz"))
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let Ok(prepared) = load_prepared(kind, &file) else {
+                continue;
+            };
+            let Prepared::Graph(m) = &prepared else {
+                continue;
+            };
+            let mut same = m.params.clone();
+            same.extraction_format = configured.extraction_format;
+            same.extraction_cut_repeats = configured.extraction_cut_repeats;
+            if same != configured
+                || self.path_with(kind, &m.params, ctx, document, question) != file
+            {
+                continue;
+            }
+            tracing::info!(
+                "{}: read the graph built with extraction_format={} extraction_cut_repeats={}",
+                file.display(),
+                m.params.extraction_format,
+                m.params.extraction_cut_repeats
+            );
+            return Some(prepared);
+        }
+        None
     }
 }
