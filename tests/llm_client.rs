@@ -33,6 +33,7 @@ fn request() -> ChatRequest {
             seed: None,
             top_logprobs: 0,
             cut_repeats: 0,
+            cut_repeats_in: None,
         },
         schema: None,
     }

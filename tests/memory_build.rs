@@ -515,8 +515,9 @@ async fn results_do_not_depend_on_timing_or_concurrency() {
 }
 
 /// The compact extraction with the repeat cut: segment 1's reply loops on one triple; the
-/// request asks for the cut, the reply is cut at the third copy (the triple counted once, the
-/// questions before it kept, what came after the loop never read) and the build goes on.
+/// request asks for the cut on its triple list, the reply is cut at the third copy (the triple
+/// counted once, the entities and questions before it kept, the triple after the loop never
+/// read) and the build goes on.
 #[tokio::test]
 async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
@@ -526,19 +527,20 @@ async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() 
         }
         if prompt_of(r).contains("born in the city of Lucerne") {
             Scripted::Reply(
-                r#"{"questions": ["Where was Clara Hoffmann born?"],
+                r#"{"entities": [["Clara Hoffmann", "person"], ["Lucerne", "location"],
+                                 ["Swiss society of engineers", "organization"]],
+                    "questions": ["Where was Clara Hoffmann born?"],
                     "triples": [["Clara Hoffmann", "was born in", "Lucerne"],
                                 ["Clara Hoffmann", "was born in", "Lucerne"],
                                 ["Clara Hoffmann", "was born in", "Lucerne"],
-                                ["Clara Hoffmann", "was", "engineer"]],
-                    "entities": [["civil engineer", "other"]]}"#
+                                ["Clara Hoffmann", "was", "engineer"]]}"#
                     .into(),
             )
         } else {
             Scripted::Reply(
-                r#"{"questions": ["Who designed the Velden Bridge?"],
-                    "triples": [["Clara Hoffmann", "designed", "Velden Bridge"]],
-                    "entities": [["Clara Hoffmann", "person"]]}"#
+                r#"{"entities": [["Velden Bridge", "work"], ["Clara Hoffmann", "person"]],
+                    "questions": ["Who designed the Velden Bridge?"],
+                    "triples": [["Clara Hoffmann", "designed", "Velden Bridge"]]}"#
                     .into(),
             )
         }
@@ -562,17 +564,18 @@ async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() 
         .into_iter()
         .filter(|r| conversation_of(r).contains("You build the knowledge graph"))
         .collect();
-    assert_eq!(extractions.len(), 2);
+    assert_eq!(extractions.len(), 2, "no retry");
     for r in &extractions {
         assert_eq!(r.sampling.cut_repeats, 2);
+        assert_eq!(r.sampling.cut_repeats_in.as_deref(), Some("triples"));
         let sent = serde_json::to_string(&r.schema.as_ref().unwrap().as_sent()).unwrap();
         let at = |k: &str| {
             sent.find(&format!("\"{k}\":{{"))
                 .unwrap_or_else(|| panic!("{k}: {sent}"))
         };
         assert!(
-            at("questions") < at("triples") && at("triples") < at("entities"),
-            "questions, triples, then the other entities: {sent}"
+            at("entities") < at("questions") && at("questions") < at("triples"),
+            "entities, questions, then the triples: {sent}"
         );
     }
     assert!(m.failures.is_empty(), "{:?}", m.failures);
@@ -586,15 +589,8 @@ async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() 
         m.find_entity("engineer").is_none(),
         "the triple after the loop was cut off"
     );
-    assert!(
-        m.find_entity("civil engineer").is_none(),
-        "so were the entities after it"
-    );
-    assert_eq!(
-        node(&m, "Clara Hoffmann").kind,
-        "person",
-        "segment 0's entity pair"
-    );
+    assert_eq!(node(&m, "Clara Hoffmann").kind, "person", "an entity pair");
+    assert_eq!(node(&m, "Swiss society of engineers").kind, "organization");
     let qs: Vec<&str> = m.questions.iter().map(|q| q.text.as_str()).collect();
     assert!(qs.contains(&"Where was Clara Hoffmann born?"), "{qs:?}");
     assert_eq!(m.segments.len(), 2);

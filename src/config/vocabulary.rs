@@ -118,9 +118,9 @@ pub enum ExtractionFormat {
     /// each with the triples that help answer it (`prompts/extract.txt`).
     #[default]
     Paper,
-    /// The same content, shorter to write: entities as [name, type] pairs, then the questions
-    /// as plain strings, then the triples (`prompts/extract_compact.txt`). The questions come
-    /// before the triples, so a reply cut at a repeated triple keeps them.
+    /// The same content, shorter to write (`prompts/extract_compact.txt`): entities as
+    /// [name, type] pairs, then the questions as plain strings, then the triples. The questions
+    /// come before the triples, so a reply cut at a looping triple list keeps them.
     Compact,
 }
 

@@ -172,6 +172,7 @@ mod tests {
                 seed: None,
                 top_logprobs: 0,
                 cut_repeats: 0,
+                cut_repeats_in: None,
             },
             schema: None,
         }

@@ -81,6 +81,10 @@ pub struct Sampling {
     /// transport streams the reply to do it. Absent from the cache key when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cut_repeats: u8,
+    /// With `cut_repeats`: watch only the array under this key (None: every array). Absent from
+    /// the cache key when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_repeats_in: Option<String>,
 }
 
 fn is_zero(n: &u8) -> bool {

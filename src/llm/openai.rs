@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::{
-    ChatReply, ChatRequest, InRequiredOrder, Llm, Message, RepeatCut, SlotGauge, Usage,
+    ChatReply, ChatRequest, InRequiredOrder, Llm, Message, RepeatCut, Sampling, SlotGauge, Usage,
     FINISH_REPEAT,
 };
 use crate::config::{JsonMode, LlmConfig, Secret};
@@ -212,7 +212,7 @@ impl OpenAiClient {
         &self,
         url: &str,
         body: &Body<'_>,
-        cut_repeats: u8,
+        sampling: &Sampling,
         gauge: Option<&dyn SlotGauge>,
     ) -> Result<ChatReply, (LlmError, Option<f64>)> {
         let endpoint = format!("{url}/chat/completions");
@@ -243,7 +243,7 @@ impl OpenAiClient {
             if body.stream && status.is_success() {
                 // Dropping the response on a cut closes the connection, which stops the
                 // server's generation.
-                return read_stream(url, response, cut_repeats)
+                return read_stream(url, response, sampling)
                     .await
                     .map_err(|e| match e {
                         StreamError::Transport(e) => (self.classify(url, &e), None),
@@ -348,14 +348,14 @@ enum StreamError {
 }
 
 /// Reads a streamed chat completion (server-sent events, one `data:` line per chunk), stopping
-/// at the first repeat `cut_repeats` allows ([`RepeatCut`]). A stopped reply has
+/// at the first repeat `sampling.cut_repeats` allows ([`RepeatCut`]). A stopped reply has
 /// `finish_reason` "repeat" and the usage of the last chunk's llama.cpp timings (prompt and
 /// generated tokens so far); a server that sends none leaves the prompt count at 0 and counts
 /// the content chunks as generated tokens.
 async fn read_stream(
     url: &str,
     mut response: reqwest::Response,
-    cut_repeats: u8,
+    sampling: &Sampling,
 ) -> Result<ChatReply, StreamError> {
     let bad = |message: String| {
         StreamError::Llm(LlmError::Protocol {
@@ -363,7 +363,10 @@ async fn read_stream(
             message,
         })
     };
-    let mut reader = RepeatCut::new(usize::from(cut_repeats.max(1)));
+    let mut reader = RepeatCut::new(
+        usize::from(sampling.cut_repeats.max(1)),
+        sampling.cut_repeats_in.as_deref(),
+    );
     let mut pending: Vec<u8> = Vec::new();
     let mut finish_reason: Option<String> = None;
     let mut usage: Option<Usage> = None;
@@ -595,16 +598,14 @@ impl OpenAiClient {
             let url = self.pick_url().to_string();
             last_url = url.clone();
             attempts += 1;
-            let (error, retry_after) = match self
-                .attempt(&url, &body, request.sampling.cut_repeats, gauge)
-                .await
-            {
-                Ok(mut reply) => {
-                    reply.attempts = attempts;
-                    return Ok(reply);
-                }
-                Err(e) => e,
-            };
+            let (error, retry_after) =
+                match self.attempt(&url, &body, &request.sampling, gauge).await {
+                    Ok(mut reply) => {
+                        reply.attempts = attempts;
+                        return Ok(reply);
+                    }
+                    Err(e) => e,
+                };
             if request.schema.is_some()
                 && self.json_mode == JsonMode::Auto
                 && !self.schema_rejected.load(Ordering::Relaxed)

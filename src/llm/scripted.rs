@@ -112,7 +112,11 @@ impl Llm for ScriptedLlm {
         };
         // A request that cuts repeats reads the scripted reply as a stream would.
         if request.sampling.cut_repeats > 0 && finish_reason == "stop" {
-            if let Some(kept) = cut_repeats(&content, usize::from(request.sampling.cut_repeats)) {
+            if let Some(kept) = cut_repeats(
+                &content,
+                usize::from(request.sampling.cut_repeats),
+                request.sampling.cut_repeats_in.as_deref(),
+            ) {
                 content = kept;
                 finish_reason = FINISH_REPEAT;
             }

@@ -45,6 +45,8 @@ pub struct Decoding {
     pub max_tokens: u32,
     pub frequency_penalty: f32,
     pub cut_repeats: u8,
+    /// The key of the array the cut watches (None: every array).
+    pub cut_repeats_in: Option<&'static str>,
 }
 
 /// A parsed structured reply with the raw reply it came from.
@@ -134,6 +136,7 @@ impl Service {
             seed: None,
             top_logprobs: 0,
             cut_repeats: 0,
+            cut_repeats_in: None,
         }
     }
 
@@ -275,6 +278,7 @@ impl Service {
                 sampling.max_tokens = d.max_tokens;
                 sampling.frequency_penalty = d.frequency_penalty;
                 sampling.cut_repeats = d.cut_repeats;
+                sampling.cut_repeats_in = d.cut_repeats_in.map(str::to_string);
             }
             if attempt > 0 {
                 sampling.temperature = self.policy.retry_temperature;

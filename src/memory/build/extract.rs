@@ -93,15 +93,13 @@ struct ExtractReply {
     unanswered_questions: Vec<QuestionItem>,
 }
 
-/// The compact reply. `triples` must be present; the entities come last, so a reply cut at a
-/// repeated triple has none.
+/// The compact reply. `entities` and `triples` must be present, as in the paper's.
 #[derive(Deserialize)]
 struct CompactReply {
+    entities: Vec<EntityItem>,
     #[serde(default)]
     questions: Vec<String>,
     triples: Vec<TripleItem>,
-    #[serde(default)]
-    entities: Vec<EntityItem>,
 }
 
 impl From<CompactReply> for ExtractReply {
@@ -181,16 +179,16 @@ fn extract_schema(format: ExtractionFormat, questions: bool) -> Option<JsonSchem
     schema("extract", properties, &required)
 }
 
-/// The compact reply's schema: (with the graph update) the questions as plain strings, then the
-/// triples, then the entities no triple names as [name, type] pairs. A reply cut at a repeated
-/// element (`extraction_cut_repeats`) keeps everything before the loop: the questions whatever
-/// loops, the triples when the entity list loops.
+/// The compact reply's schema: the entities as [name, type] pairs, then (with the graph update)
+/// the questions as plain strings, then the triples: the paper's content and order, except
+/// that the questions come before the triples (without copies of them), so a reply cut at a
+/// looping triple list keeps them.
 fn compact_schema(questions: bool) -> Option<JsonSchema> {
     let mut properties = json!({
-        "triples": triple_schema(30),
         "entities": entity_pair_schema(25),
+        "triples": triple_schema(30),
     });
-    let mut required = Vec::new();
+    let mut required = vec!["entities"];
     if questions {
         properties["questions"] = json!({
             "type": "array", "maxItems": 3,
@@ -198,7 +196,7 @@ fn compact_schema(questions: bool) -> Option<JsonSchema> {
         });
         required.push("questions");
     }
-    required.extend(["triples", "entities"]);
+    required.push("triples");
     schema("extract", properties, &required)
 }
 
@@ -278,6 +276,9 @@ impl Builder<'_> {
             },
             frequency_penalty: self.params.extraction_frequency_penalty,
             cut_repeats: self.params.extraction_cut_repeats,
+            // Only a looping triple list is cut: the entity list is bounded by its schema, and
+            // a cut there would lose the triples written after it.
+            cut_repeats_in: Some("triples"),
         };
         let (messages, schema) = (conversation(&p), extract_schema(format, with_questions));
         let asked = match format {
