@@ -101,9 +101,10 @@ pub struct BuildParams {
     /// their memory files, are what they were.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cooccurrence: bool,
-    /// Copies of one list element an extraction reply may hold before it is cut (0: never
-    /// cut). Left out when 0, like the format when `paper`, so the keys of the memories built
-    /// before these options are what they were.
+    /// Copies of one triple an extraction reply may hold before it is cut (0: never cut; 2 by
+    /// default since issue 56). Left out when 0, like the format when `paper`, so the memories
+    /// built before these options keep their keys (a reading run still finds them:
+    /// `methods::store`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub extraction_cut_repeats: u8,
     #[serde(default, skip_serializing_if = "ExtractionFormat::is_paper")]
