@@ -37,6 +37,10 @@ runs=(
   "check-probe-1.5b:check-probe-1.5b.toml"
   "answers-longbench-style:answers-longbench-style.toml"
   "calibration-1.5b:calibration-1.5b.toml"
+  "build-cost-before:build-cost-before.toml"
+  "build-cost-paper-cut2:build-cost-paper-cut2.toml"
+  "build-cost-compact-cut2:build-cost-compact-cut2.toml"
+  "build-cost-compact-v1-cut2:build-cost-compact-v1-cut2.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
