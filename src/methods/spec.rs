@@ -160,6 +160,15 @@ impl MemoryKind {
             | MemoryKind::MemWalker
             | MemoryKind::Garlic => {}
         }
+        // The extraction options shape the joint extraction call only: the other kinds are
+        // built without it, and their keys do not depend on them.
+        if !matches!(
+            self,
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
+        ) {
+            p.extraction_cut_repeats = 0;
+            p.extraction_format = ExtractionFormat::Paper;
+        }
         p
     }
 }
@@ -681,6 +690,33 @@ mod tests {
         );
         assert!(!"bm25-top2".parse::<MethodSpec>().unwrap().uses_trials());
         assert!("te".parse::<MethodSpec>().unwrap().uses_trials());
+    }
+
+    #[test]
+    fn only_the_graphs_the_joint_extraction_builds_carry_the_extraction_options() {
+        let config = Config::default();
+        assert_eq!(MemoryKind::Graph.params(&config).extraction_cut_repeats, 2);
+        assert_eq!(
+            MemoryKind::NoOpenEntity
+                .params(&config)
+                .extraction_cut_repeats,
+            2
+        );
+        for kind in [
+            MemoryKind::Cooccurrence,
+            MemoryKind::Segments,
+            MemoryKind::SummaryTree,
+            MemoryKind::KnowledgeTree,
+            MemoryKind::MemWalker,
+            MemoryKind::Garlic,
+        ] {
+            let p = kind.params(&config);
+            let json = serde_json::to_string(&p).unwrap();
+            assert!(
+                !json.contains("extraction_cut_repeats") && !json.contains("extraction_format"),
+                "{kind:?}: its key is what it was before the options: {json}"
+            );
+        }
     }
 
     #[test]
