@@ -42,10 +42,32 @@ def export(cache, run):
     print(f"{len(rows)} extraction replies -> {run}/extraction-replies.jsonl.gz")
 
 
+def walk(text):
+    """Each character of a JSON text with where it stands: "start" and "end" for a string's
+    quotes, "in" inside a string, "out" elsewhere."""
+    in_string, escaped = False, False
+    for at, c in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+                yield at, c, "end"
+                continue
+            yield at, c, "in"
+        elif c == '"':
+            in_string = True
+            yield at, c, "start"
+        else:
+            yield at, c, "out"
+
+
 def cut_at(text, allowed):
     """The offset of the element that makes one copy too many in its array (the rule of
-    src/llm/repeat.rs), or None."""
-    stack, in_string, escaped, string_start = [], False, False, 0
+    src/llm/repeat.rs, every array watched), or None."""
+    stack, string_start = [], 0
 
     def finish(began, end):
         frame = stack[-1]
@@ -61,20 +83,15 @@ def cut_at(text, allowed):
         if stack and stack[-1]["array"] and stack[-1]["start"] is None:
             stack[-1]["start"] = at
 
-    for at, c in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-                if top_start() == string_start and finish(string_start, at + 1):
-                    return string_start
+    for at, c, where in walk(text):
+        if where == "in":
             continue
-        if c == '"':
+        if where == "start":
             begin(at)
-            in_string, string_start = True, at
+            string_start = at
+        elif where == "end":
+            if top_start() == string_start and finish(string_start, at + 1):
+                return string_start
         elif c in "[{":
             begin(at)
             stack.append({"array": c == "[", "start": None, "copies": {}})
@@ -101,20 +118,11 @@ def close(prefix):
     kept = prefix.rstrip()
     if kept.endswith(","):
         kept = kept[:-1]
-    stack, in_string, escaped = [], False, False
-    for c in kept:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "[{":
+    stack = []
+    for _, c, where in walk(kept):
+        if where == "out" and c in "[{":
             stack.append("]" if c == "[" else "}")
-        elif c in "]}":
+        elif where == "out" and c in "]}":
             stack.pop()
     return kept + "".join(reversed(stack))
 

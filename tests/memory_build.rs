@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::velden::{build, conversation_of, params, prompt_of};
+use common::velden::{build, build_with, conversation_of, params, prompt_of};
 use qrmem::llm::{Scripted, ScriptedLlm, Service};
 use qrmem::memory::{self, store, Builder, Memory, StoreError};
 use qrmem::prompts::Prompts;
@@ -395,15 +395,7 @@ async fn build_failing(marker: &'static str, bad: Scripted) -> Memory {
         }
     }));
     let svc = Service::new(llm, None, common::velden::policy());
-    let prompts = Prompts::load().unwrap();
-    Builder::new(&svc, &prompts, params(), 2)
-        .build(
-            common::velden::DOC,
-            Some(common::velden::QUESTION),
-            "velden.txt",
-        )
-        .await
-        .unwrap()
+    build_with(&svc, params(), 2).await
 }
 
 #[tokio::test]
@@ -495,15 +487,7 @@ async fn results_do_not_depend_on_timing_or_concurrency() {
             ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)),
         ));
         let svc = Service::new(llm, None, common::velden::policy());
-        let prompts = Prompts::load().unwrap();
-        let mut m = Builder::new(&svc, &prompts, params(), concurrency)
-            .build(
-                common::velden::DOC,
-                Some(common::velden::QUESTION),
-                "velden.txt",
-            )
-            .await
-            .unwrap();
+        let mut m = build_with(&svc, params(), concurrency).await;
         // Wall times are the only thing allowed to differ.
         m.build_secs = 0.0;
         m.ledger = Default::default();
@@ -546,18 +530,10 @@ async fn a_looping_reply_is_cut_its_triple_counted_once_and_the_build_goes_on() 
         }
     }));
     let svc = Service::new(llm.clone(), None, common::velden::policy());
-    let prompts = Prompts::load().unwrap();
     let mut p = params();
     p.extraction_cut_repeats = 2;
     p.extraction_format = qrmem::config::ExtractionFormat::Compact;
-    let m = Builder::new(&svc, &prompts, p, 2)
-        .build(
-            common::velden::DOC,
-            Some(common::velden::QUESTION),
-            "velden.txt",
-        )
-        .await
-        .unwrap();
+    let m = build_with(&svc, p, 2).await;
 
     let extractions: Vec<_> = llm
         .received()

@@ -98,10 +98,14 @@ pub fn params() -> BuildParams {
 pub async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| reply(r, broken)));
     let svc = Service::new(llm.clone(), None, policy());
+    (build_with(&svc, params, 2).await, llm)
+}
+
+/// The sample built through `svc` with `params`, `concurrency` calls at a time.
+pub async fn build_with(svc: &Service, params: BuildParams, concurrency: usize) -> Memory {
     let prompts = Prompts::load().unwrap();
-    let m = Builder::new(&svc, &prompts, params, 2)
+    Builder::new(svc, &prompts, params, concurrency)
         .build(DOC, Some(QUESTION), "velden.txt")
         .await
-        .unwrap();
-    (m, llm)
+        .unwrap()
 }
