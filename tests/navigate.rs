@@ -153,6 +153,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         answer_segments: 0,
         answer_sentence_tokens: 0,
         check_threshold: 0.0,
+        start_bridge: false,
     }
 }
 
@@ -874,4 +875,34 @@ async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_
     assert!(total < doc.len(), "{total} bytes shown of {}", doc.len());
     // The answer step names the segments its sentences come from: not Epsilon's.
     assert!(!t.final_segments.contains(&4), "{:?}", t.final_segments);
+}
+
+/// The second-hop start (`start_bridge`): the question names Alpha, whose one segment (1) says
+/// Alpha founded Beta; Beta is the bridge, and its other segment (3, the headquarters) comes
+/// right after the best one, though no entity of E_s links it. Without the option, S_imp is
+/// Alpha's segment alone.
+#[tokio::test]
+async fn the_second_hop_start_puts_the_bridge_entitys_segment_next() {
+    let mut m = memory(5);
+    let alpha = m.find_entity("Alpha").unwrap();
+    m.graph[alpha].segments = [1].into_iter().collect();
+    let (plain, _) = ask(&m, options(Method::Kn, 4096, 1), vec![]).await;
+    assert!(plain.steps[0].note.contains("kept [1];"), "{}", plain.steps[0].note);
+    let mut opts = options(Method::Kn, 4096, 1);
+    opts.start_bridge = true;
+    let (bridged, _) = ask(&m, opts, vec![]).await;
+    let note = &bridged.steps[0].note;
+    assert!(note.contains("kept [1, 3,"), "{note}");
+    assert!(note.contains(r#"bridge entities ["Beta"]"#), "{note}");
+    // A generic entity is no bridge.
+    let beta = m.find_entity("Beta").unwrap();
+    m.graph[beta].generic = true;
+    let mut opts = options(Method::Kn, 4096, 1);
+    opts.start_bridge = true;
+    let (generic, _) = ask(&m, opts, vec![]).await;
+    assert!(
+        generic.steps[0].note.contains("bridge entities []"),
+        "{}",
+        generic.steps[0].note
+    );
 }

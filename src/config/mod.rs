@@ -278,6 +278,12 @@ pub struct NavigateConfig {
     /// this (0: the sampled action decides, as in the paper; also when the server returns no
     /// log probabilities).
     pub check_threshold: f64,
+    /// KN and TE: order the start set for the second hop (`navigate::bridge`): the best
+    /// segment, then every segment by how many bridge entities it names (the entities of the
+    /// best segment's paragraphs that name E_s); KN's final context likewise (false: the
+    /// paper's start, ranked S_imp only). Left out of the written configuration when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub start_bridge: bool,
 }
 
 impl Default for NavigateConfig {
@@ -298,6 +304,7 @@ impl Default for NavigateConfig {
             answer_segments: 0,
             answer_sentence_tokens: 0,
             check_threshold: 0.0,
+            start_bridge: false,
         }
     }
 }

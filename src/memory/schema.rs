@@ -427,6 +427,35 @@ fn capitalised_spans(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A text's paragraphs, lower-cased: its lines, a short line without a full stop (a title)
+/// joined to the next, layout labels left out. The relation support check and the navigators'
+/// second hop read a segment by them.
+pub fn paragraphs(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || is_layout_label(l) {
+            if !pending.is_empty() {
+                out.push(std::mem::take(&mut pending));
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            pending.push(' ');
+        }
+        pending.push_str(&l.to_lowercase());
+        let title = l.split_whitespace().count() <= 10 && !l.ends_with(['.', '!', '?', '"']);
+        if !title {
+            out.push(std::mem::take(&mut pending));
+        }
+    }
+    if !pending.is_empty() {
+        out.push(pending);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,10 +33,13 @@ pub struct Navigate {
     /// KN stops when the check's P(answerable) is at least this many hundredths (0: as
     /// configured).
     pub check_percent: u32,
+    /// KN and TE order the start set (and KN its final context) for the second hop
+    /// (`navigate.start_bridge`).
+    pub bridge: bool,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity, kn-cooccurrence (any navigator over the co-occurrence memory, built with no LLM call)",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity, kn-cooccurrence (any navigator over the co-occurrence memory, built with no LLM call), kn-bridge and te-bridge (the start ordered for the second hop)",
     parse,
 };
 
@@ -68,8 +71,15 @@ fn parse(name: &str) -> Option<MethodSpec> {
     };
     // "kn-final-s-mix": KN answers from the last S_mix when its trials are spent.
     let (name, final_s_mix) = match name.strip_suffix("-final-s-mix") {
-        Some(base @ ("kn" | "kn-cooccurrence")) => (base, true),
+        Some(base @ ("kn" | "kn-cooccurrence" | "kn-bridge" | "kn-cooccurrence-bridge")) => {
+            (base, true)
+        }
         Some(_) => return None,
+        None => (name, false),
+    };
+    // "<navigator>-bridge": KN or TE with the second-hop start.
+    let (name, bridge) = match name.strip_suffix("-bridge") {
+        Some(base) => (base, true),
         None => (name, false),
     };
     // "<navigator>-cooccurrence": over the co-occurrence memory (no LLM call in its build).
@@ -88,10 +98,11 @@ fn parse(name: &str) -> Option<MethodSpec> {
             answer_segments,
             answer_sentences,
             check_percent,
+            bridge,
         }))
     };
     match name {
-        _ if cooccurrence && name.starts_with("no-") => return None,
+        _ if (cooccurrence || bridge) && name.starts_with("no-") => return None,
         "no-graph-update" => return nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
         "no-open-entity" => return nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
         _ => {}
@@ -115,6 +126,8 @@ fn parse(name: &str) -> Option<MethodSpec> {
         (NavMethod::Ges, false, _) | (NavMethod::Ges, _, false) | (NavMethod::Te, false, _) => {
             return None
         }
+        // GES has no start set to order.
+        (NavMethod::Ges, ..) if bridge => return None,
         _ => {}
     }
     let memory = if cooccurrence {
@@ -155,6 +168,9 @@ impl Navigate {
         if self.check_percent > 0 {
             opts.check_threshold = f64::from(self.check_percent) / 100.0;
         }
+        if self.bridge {
+            opts.start_bridge = true;
+        }
         opts
     }
 }
@@ -171,6 +187,11 @@ impl Method for Navigate {
         };
         let base = if self.memory == MemoryKind::Cooccurrence {
             format!("{base}-cooccurrence")
+        } else {
+            base
+        };
+        let base = if self.bridge {
+            format!("{base}-bridge")
         } else {
             base
         };

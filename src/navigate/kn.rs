@@ -201,6 +201,11 @@ impl Navigator<'_> {
                 };
                 let weighed: BTreeSet<NodeIndex> = start.union(&path).copied().collect();
                 let ranked = self.rank_segments(&query, &pool, &weighed)?;
+                let ranked = if self.opts.start_bridge {
+                    self.bridge_order(start, &ranked).0
+                } else {
+                    ranked
+                };
                 let fits = self.shown(run, &[], &ranked)?;
                 let best: Vec<usize> = ranked
                     .iter()

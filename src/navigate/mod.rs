@@ -4,6 +4,7 @@
 //! (here, or at sentence grain in `sentences`), every prompt within the context window L; the
 //! per-question diagnostics are read from the trace (`diagnostics`).
 
+mod bridge;
 mod check;
 mod diagnostics;
 mod ges;
@@ -136,6 +137,14 @@ impl<'a> Navigator<'a> {
                 // S_imp, ranked and cut to the start share of the window.
                 let (ranked, [lexical, dense, weight]) =
                     self.rank_segments_by_signal(&run.question, &all, &start)?;
+                // The second hop (`navigate.start_bridge`): the best segment, then the segments
+                // that name its bridge entities, from the whole document.
+                let (ranked, bridges) = if self.opts.start_bridge {
+                    let (order, names) = self.bridge_order(&start, &ranked);
+                    (order, Some(names))
+                } else {
+                    (ranked, None)
+                };
                 let s_imp = self.start_share_of(&run.question, &ranked)?;
                 run.s_imp_kept = Some(s_imp.len());
                 if let Some(step) = run.steps.last_mut() {
@@ -149,6 +158,11 @@ impl<'a> Navigator<'a> {
                         dense,
                         weight
                     ));
+                    if let Some(names) = bridges {
+                        step.note.push_str(&format!(
+                            "; second-hop order (bridge entities {names:?})"
+                        ));
+                    }
                 }
                 if self.opts.method == NavMethod::Kn {
                     self.kn(&mut run, &start, &s_imp).await?

@@ -9,7 +9,8 @@ use rayon::prelude::*;
 use rust_stemmers::Stemmer;
 
 use super::extract::clean_name;
-use super::{schema, RawEntity, RawRelation, SegmentOut};
+use super::{RawEntity, RawRelation, SegmentOut};
+use crate::memory::schema::paragraphs;
 use crate::memory::merge::{english_stemmer, normalize, same_entity};
 use crate::memory::types::{BuildStats, RelationDrops, Source};
 use crate::text::{occurs_in, Segment};
@@ -111,34 +112,6 @@ impl EndIndex<'_> {
             .max_by_key(|(_, k)| k.len())
             .map_or(End::Absent, |(s, _)| End::Found(s.clone()))
     }
-}
-
-/// A segment's paragraphs, lower-cased, for the support check: its lines, a short line without
-/// a full stop (a title) joined to the next, layout labels left out.
-fn paragraphs(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut pending = String::new();
-    for line in text.lines() {
-        let l = line.trim();
-        if l.is_empty() || schema::is_layout_label(l) {
-            if !pending.is_empty() {
-                out.push(std::mem::take(&mut pending));
-            }
-            continue;
-        }
-        if !pending.is_empty() {
-            pending.push(' ');
-        }
-        pending.push_str(&l.to_lowercase());
-        let title = l.split_whitespace().count() <= 10 && !l.ends_with(['.', '!', '?', '"']);
-        if !title {
-            out.push(std::mem::take(&mut pending));
-        }
-    }
-    if !pending.is_empty() {
-        out.push(pending);
-    }
-    out
 }
 
 /// The paragraphs (indices into `paragraphs`) that name one of `names` as whole words.

@@ -1,0 +1,97 @@
+//! The second hop of the start (issue 55, item 4; `navigate.start_bridge`).
+//!
+//! A two-hop question names its first hop; the second is reached through a bridge entity the
+//! question does not name. S_imp holds only the segments of E_s, ranked by the question's words,
+//! so the bridge's segment is found late or never. This order keeps the best segment first and
+//! puts next the segments that name the most bridge entities: the entities named in the best
+//! segment's paragraphs that name an entity of E_s (the paragraph that answers the first hop),
+//! other than E_s's own and those linked to over a fifth of the segments. Any segment of the
+//! document may come in; ties keep the given order, then document order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use petgraph::stable_graph::NodeIndex;
+
+use super::Navigator;
+use crate::memory::schema::paragraphs;
+use crate::text::occurs_in;
+
+/// Mentions shorter than this (in characters) neither mark a paragraph as naming E_s nor make
+/// an entity a bridge: two- and three-letter names ("US", "The") match too much.
+const MIN_MENTION: usize = 4;
+
+impl Navigator<'_> {
+    /// `ranked` (best first) in the second-hop order, with the bridge entities' names. A
+    /// segment keeps its score when `ranked` has one, 0 otherwise.
+    pub(crate) fn bridge_order(
+        &self,
+        start: &BTreeSet<NodeIndex>,
+        ranked: &[(usize, f32)],
+    ) -> (Vec<(usize, f32)>, Vec<String>) {
+        let Some(&(best, _)) = ranked.first() else {
+            return (Vec::new(), Vec::new());
+        };
+        let g = &self.memory.graph;
+        let long = |m: &String| m.trim().chars().count() >= MIN_MENTION;
+        let start_mentions: Vec<String> = start
+            .iter()
+            .flat_map(|&n| g[n].mentions.iter().chain(std::iter::once(&g[n].name)))
+            .filter(|m| long(m))
+            .map(|m| m.trim().to_lowercase())
+            .collect();
+        let first_hop: Vec<String> = self
+            .memory
+            .segments
+            .get(best)
+            .map(|s| paragraphs(&s.text))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| start_mentions.iter().any(|m| occurs_in(p, m)))
+            .collect();
+        let bridges: Vec<NodeIndex> = g
+            .node_indices()
+            .filter(|&n| {
+                let e = &g[n];
+                !start.contains(&n)
+                    && !e.generic
+                    && e.segments.contains(&best)
+                    && e.mentions
+                        .iter()
+                        .chain(std::iter::once(&e.name))
+                        .filter(|m| long(m))
+                        .any(|m| {
+                            let m = m.trim().to_lowercase();
+                            first_hop.iter().any(|p| occurs_in(p, &m))
+                        })
+            })
+            .collect();
+        let mut named: BTreeMap<usize, usize> = BTreeMap::new();
+        for &n in &bridges {
+            for &s in &g[n].segments {
+                *named.entry(s).or_default() += 1;
+            }
+        }
+        let rank: BTreeMap<usize, (usize, f32)> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, x))| (s, (i, x)))
+            .collect();
+        let mut rest: Vec<usize> = (0..self.memory.segments.len())
+            .filter(|&s| s != best)
+            .collect();
+        rest.sort_by_key(|s| {
+            (
+                std::cmp::Reverse(named.get(s).copied().unwrap_or(0)),
+                rank.get(s).map_or(usize::MAX, |r| r.0),
+                *s,
+            )
+        });
+        let order = std::iter::once(best)
+            .chain(rest)
+            .map(|s| (s, rank.get(&s).map_or(0.0, |r| r.1)))
+            .collect();
+        let mut names: Vec<String> = bridges.iter().map(|&n| g[n].name.clone()).collect();
+        names.sort();
+        (order, names)
+    }
+}
