@@ -41,6 +41,7 @@ runs=(
   "build-cost-paper-cut2:build-cost-paper-cut2.toml"
   "build-cost-compact-cut2:build-cost-compact-cut2.toml"
   "build-cost-compact-v1-cut2:build-cost-compact-v1-cut2.toml"
+  "graphs-longbench-style-31-60:graphs-longbench-style-31-60.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
