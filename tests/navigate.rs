@@ -887,7 +887,11 @@ async fn the_second_hop_start_puts_the_bridge_entitys_segment_next() {
     let alpha = m.find_entity("Alpha").unwrap();
     m.graph[alpha].segments = [1].into_iter().collect();
     let (plain, _) = ask(&m, options(Method::Kn, 4096, 1), vec![]).await;
-    assert!(plain.steps[0].note.contains("kept [1];"), "{}", plain.steps[0].note);
+    assert!(
+        plain.steps[0].note.contains("kept [1];"),
+        "{}",
+        plain.steps[0].note
+    );
     let mut opts = options(Method::Kn, 4096, 1);
     opts.start_bridge = true;
     let (bridged, _) = ask(&m, opts, vec![]).await;

@@ -159,9 +159,8 @@ impl<'a> Navigator<'a> {
                         weight
                     ));
                     if let Some(names) = bridges {
-                        step.note.push_str(&format!(
-                            "; second-hop order (bridge entities {names:?})"
-                        ));
+                        step.note
+                            .push_str(&format!("; second-hop order (bridge entities {names:?})"));
                     }
                 }
                 if self.opts.method == NavMethod::Kn {

@@ -10,8 +10,8 @@ use rust_stemmers::Stemmer;
 
 use super::extract::clean_name;
 use super::{RawEntity, RawRelation, SegmentOut};
-use crate::memory::schema::paragraphs;
 use crate::memory::merge::{english_stemmer, normalize, same_entity};
+use crate::memory::schema::paragraphs;
 use crate::memory::types::{BuildStats, RelationDrops, Source};
 use crate::text::{occurs_in, Segment};
 
