@@ -364,7 +364,7 @@ async fn read_stream(
         })
     };
     let mut reader = RepeatCut::new(
-        usize::from(sampling.cut_repeats.max(1)),
+        usize::from(sampling.cut_repeats),
         sampling.cut_repeats_in.as_deref(),
     );
     let mut pending: Vec<u8> = Vec::new();
@@ -403,16 +403,8 @@ async fn read_stream(
                     cached_prompt_tokens: n("cache_n"),
                 });
             }
-            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                usage = Some(Usage {
-                    prompt_tokens: n("prompt_tokens"),
-                    completion_tokens: n("completion_tokens"),
-                    cached_prompt_tokens: u
-                        .pointer("/prompt_tokens_details/cached_tokens")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0),
-                });
+            if chunk.get("usage").is_some_and(Value::is_object) {
+                usage = Some(usage_of(&chunk));
             }
             let Some(choice) = chunk.pointer("/choices/0") else {
                 continue;
@@ -452,6 +444,28 @@ async fn read_stream(
     })
 }
 
+/// The usage a completion body (or a streamed chunk) reports: its `usage` counts, the cached
+/// prompt tokens from OpenAI's `prompt_tokens_details` or llama.cpp's `timings.cache_n`; 0 for
+/// what it does not say.
+fn usage_of(body: &Value) -> Usage {
+    let usage = body.get("usage");
+    let count = |k: &str| {
+        usage
+            .and_then(|u| u.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    Usage {
+        prompt_tokens: count("prompt_tokens"),
+        completion_tokens: count("completion_tokens"),
+        cached_prompt_tokens: usage
+            .and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens"))
+            .or_else(|| body.pointer("/timings/cache_n"))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0),
+    }
+}
+
 /// Parses an OpenAI chat completion body.
 fn parse_completion(url: &str, text: &str) -> Result<ChatReply, LlmError> {
     let bad = |message: String| LlmError::Protocol {
@@ -478,25 +492,10 @@ fn parse_completion(url: &str, text: &str) -> Result<ChatReply, LlmError> {
     if content.trim().is_empty() && finish_reason != "length" {
         return Err(bad("the reply is empty".into()));
     }
-    let usage = value.get("usage");
-    let count = |k: &str| {
-        usage
-            .and_then(|u| u.get(k))
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0)
-    };
     Ok(ChatReply {
         content,
         finish_reason,
-        usage: Usage {
-            prompt_tokens: count("prompt_tokens"),
-            completion_tokens: count("completion_tokens"),
-            cached_prompt_tokens: usage
-                .and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens"))
-                .or_else(|| value.pointer("/timings/cache_n"))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0),
-        },
+        usage: usage_of(&value),
         attempts: 1,
         cached: false,
         logprobs: token_logprobs(choice),

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{Memory, Source};
+use super::types::{is_default, Memory, Source};
 
 /// An entity linked to more than this share of the segments is counted as over-linked.
 pub const OVER_LINKED_SHARE: f64 = 0.2;
@@ -53,12 +53,8 @@ pub struct GraphDiagnostics {
     /// Entities linked to more than 20% of the segments.
     pub over_linked_entities: usize,
     /// Extraction replies stopped at a repeated list element (left out when none).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub cut_replies: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 fn median(mut v: Vec<usize>) -> f64 {

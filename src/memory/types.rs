@@ -105,18 +105,16 @@ pub struct BuildParams {
     /// default since issue 56). Left out when 0, like the format when `paper`, so the memories
     /// built before these options keep their keys (a reading run still finds them:
     /// `methods::store`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub extraction_cut_repeats: u8,
     #[serde(default, skip_serializing_if = "ExtractionFormat::is_paper")]
     pub extraction_format: ExtractionFormat,
 }
 
-fn is_zero(n: &u8) -> bool {
-    *n == 0
-}
-
-fn is_zero_count(n: &usize) -> bool {
-    *n == 0
+/// Whether a value is its type's default: a field left out of a memory file when it is, so
+/// the files (and keys) of memories built before the field are what they were.
+pub(crate) fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// Counters of the build, for `inspect` and the reports.
@@ -138,7 +136,7 @@ pub struct BuildStats {
     /// Generated questions rejected by the ROUGE-L rule.
     pub rejected_questions: usize,
     /// Extraction replies stopped at a repeated list element (`extraction_cut_repeats`).
-    #[serde(default, skip_serializing_if = "is_zero_count")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub cut_replies: usize,
     /// `dropped_relations` by cause (None in memories built before causes were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -92,16 +92,12 @@ impl MemoryKind {
     /// key).
     pub fn build_prompts(self, params: &BuildParams) -> &'static [PromptId] {
         match self {
-            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
-                if params.extraction_format == ExtractionFormat::Compact =>
-            {
-                &[
-                    PromptId::Summary,
-                    PromptId::ExtractCompact,
-                    PromptId::ExtractCompactNoQuestions,
-                    PromptId::RelationUpdate,
-                ]
-            }
+            _ if self.is_extracted() && params.extraction_format == ExtractionFormat::Compact => &[
+                PromptId::Summary,
+                PromptId::ExtractCompact,
+                PromptId::ExtractCompactNoQuestions,
+                PromptId::RelationUpdate,
+            ],
             MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity => &[
                 PromptId::Summary,
                 PromptId::Extract,
@@ -125,12 +121,16 @@ impl MemoryKind {
     /// Whether this memory is an entity graph the navigators read (the paper's, its ablations,
     /// or the co-occurrence graph): its builds are journaled with their graph diagnostics.
     pub fn is_graph(self) -> bool {
+        self.is_extracted() || self == MemoryKind::Cooccurrence
+    }
+
+    /// Whether this memory is built by the joint extraction call (the paper's graph and its
+    /// ablations): only these depend on the extraction options (`extraction_format`,
+    /// `extraction_cut_repeats`).
+    pub fn is_extracted(self) -> bool {
         matches!(
             self,
-            MemoryKind::Graph
-                | MemoryKind::NoGraphUpdate
-                | MemoryKind::NoOpenEntity
-                | MemoryKind::Cooccurrence
+            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
         )
     }
 
@@ -162,10 +162,7 @@ impl MemoryKind {
         }
         // The extraction options shape the joint extraction call only: the other kinds are
         // built without it, and their keys do not depend on them.
-        if !matches!(
-            self,
-            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
-        ) {
+        if !self.is_extracted() {
             p.extraction_cut_repeats = 0;
             p.extraction_format = ExtractionFormat::Paper;
         }
@@ -702,27 +699,29 @@ mod tests {
     #[test]
     fn only_the_graphs_the_joint_extraction_builds_carry_the_extraction_options() {
         let config = Config::default();
-        assert_eq!(MemoryKind::Graph.params(&config).extraction_cut_repeats, 2);
+        let extracted: Vec<MemoryKind> = MemoryKind::ALL
+            .into_iter()
+            .filter(|k| k.is_extracted())
+            .collect();
         assert_eq!(
-            MemoryKind::NoOpenEntity
-                .params(&config)
-                .extraction_cut_repeats,
-            2
+            extracted,
+            [
+                MemoryKind::Graph,
+                MemoryKind::NoGraphUpdate,
+                MemoryKind::NoOpenEntity
+            ]
         );
-        for kind in [
-            MemoryKind::Cooccurrence,
-            MemoryKind::Segments,
-            MemoryKind::SummaryTree,
-            MemoryKind::KnowledgeTree,
-            MemoryKind::MemWalker,
-            MemoryKind::Garlic,
-        ] {
+        for kind in MemoryKind::ALL {
             let p = kind.params(&config);
             let json = serde_json::to_string(&p).unwrap();
-            assert!(
-                !json.contains("extraction_cut_repeats") && !json.contains("extraction_format"),
-                "{kind:?}: its key is what it was before the options: {json}"
-            );
+            if kind.is_extracted() {
+                assert_eq!(p.extraction_cut_repeats, 2, "{kind:?}");
+            } else {
+                assert!(
+                    !json.contains("extraction_cut_repeats") && !json.contains("extraction_format"),
+                    "{kind:?}: its key is what it was before the options: {json}"
+                );
+            }
         }
     }
 

@@ -171,10 +171,7 @@ impl MemoryDir {
         document: &str,
         question: Option<&str>,
     ) -> Option<Prepared> {
-        if !matches!(
-            kind,
-            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
-        ) {
+        if !kind.is_extracted() {
             return None;
         }
         let configured = kind.params(ctx.config);

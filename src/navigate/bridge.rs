@@ -14,6 +14,7 @@ use petgraph::stable_graph::NodeIndex;
 
 use super::Navigator;
 use crate::memory::schema::paragraphs;
+use crate::memory::Entity;
 use crate::text::occurs_in;
 
 /// Mentions shorter than this (in characters) neither mark a paragraph as naming E_s nor make
@@ -32,13 +33,7 @@ impl Navigator<'_> {
             return (Vec::new(), Vec::new());
         };
         let g = &self.memory.graph;
-        let long = |m: &String| m.trim().chars().count() >= MIN_MENTION;
-        let start_mentions: Vec<String> = start
-            .iter()
-            .flat_map(|&n| g[n].mentions.iter().chain(std::iter::once(&g[n].name)))
-            .filter(|m| long(m))
-            .map(|m| m.trim().to_lowercase())
-            .collect();
+        let start_mentions: Vec<String> = start.iter().flat_map(|&n| names(&g[n])).collect();
         let first_hop: Vec<String> = self
             .memory
             .segments
@@ -55,14 +50,7 @@ impl Navigator<'_> {
                 !start.contains(&n)
                     && !e.generic
                     && e.segments.contains(&best)
-                    && e.mentions
-                        .iter()
-                        .chain(std::iter::once(&e.name))
-                        .filter(|m| long(m))
-                        .any(|m| {
-                            let m = m.trim().to_lowercase();
-                            first_hop.iter().any(|p| occurs_in(p, &m))
-                        })
+                    && names(e).any(|m| first_hop.iter().any(|p| occurs_in(p, &m)))
             })
             .collect();
         let mut named: BTreeMap<usize, usize> = BTreeMap::new();
@@ -94,4 +82,15 @@ impl Navigator<'_> {
         names.sort();
         (order, names)
     }
+}
+
+/// An entity's name and mentions of at least `MIN_MENTION` characters, trimmed and lowercased
+/// (paragraphs are lowercased).
+fn names(e: &Entity) -> impl Iterator<Item = String> + '_ {
+    e.mentions
+        .iter()
+        .chain(std::iter::once(&e.name))
+        .map(|m| m.trim())
+        .filter(|m| m.chars().count() >= MIN_MENTION)
+        .map(str::to_lowercase)
 }
