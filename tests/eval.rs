@@ -696,6 +696,7 @@ async fn a_reading_run_finds_a_graph_built_with_another_extraction_reply() {
     let mut compact = config();
     compact.memory.extraction_format = qrmem::config::ExtractionFormat::Compact;
     compact.memory.extraction_cut_repeats = 2;
+    compact.memory.extraction_max_entities = 8;
     let mut o = opts();
     o.build_only = true;
     run_with_config(compact, o, service_with(None).0).await;

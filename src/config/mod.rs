@@ -211,6 +211,9 @@ pub struct MemoryConfig {
     pub extraction_cut_repeats: u8,
     /// The extraction reply's format: `paper` or `compact` (eval/perf.md section 7).
     pub extraction_format: ExtractionFormat,
+    /// Entities an extraction reply may list (the schema's `maxItems`). The schema extractor
+    /// finds most of a segment's names; the 0.5B model fills a long list with copies.
+    pub extraction_max_entities: usize,
 }
 
 impl Default for MemoryConfig {
@@ -226,9 +229,14 @@ impl Default for MemoryConfig {
             extraction_frequency_penalty: 0.0,
             extraction_cut_repeats: 2,
             extraction_format: ExtractionFormat::Paper,
+            extraction_max_entities: DEFAULT_EXTRACTION_MAX_ENTITIES,
         }
     }
 }
+
+/// The extraction reply's entity list at most, by default (the memories built before the
+/// option was one were built with it).
+pub const DEFAULT_EXTRACTION_MAX_ENTITIES: usize = 25;
 
 /// Navigation and answering (QRMeM section 2.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -544,6 +552,12 @@ impl Config {
                 "must be at least 64 (the joint extraction reply is a JSON object of lists)".into(),
             ));
         }
+        if !(1..=100).contains(&self.memory.extraction_max_entities) {
+            return Err(bad(
+                "memory.extraction_max_entities",
+                "must lie in [1, 100] (the extraction reply's entity list)".into(),
+            ));
+        }
         if !(-2.0..=2.0).contains(&self.memory.extraction_frequency_penalty) {
             return Err(bad(
                 "memory.extraction_frequency_penalty",
@@ -800,6 +814,11 @@ mod tests {
                 "[memory]\nextraction_format = \"short\"\n",
                 "memory.extraction_format",
                 "unknown extraction format 'short' (paper or compact)",
+            ),
+            (
+                "[memory]\nextraction_max_entities = 0\n",
+                "memory.extraction_max_entities",
+                "must lie in [1, 100]",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

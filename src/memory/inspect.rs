@@ -31,12 +31,15 @@ pub fn describe(memory: &Memory, top: usize) -> String {
         p.entity_similarity,
         p.graph_update,
         p.open_entity,
-        if p.extraction_format.is_paper() && p.extraction_cut_repeats == 0 {
+        if p.extraction_format.is_paper()
+            && p.extraction_cut_repeats == 0
+            && p.extraction_max_entities == crate::config::DEFAULT_EXTRACTION_MAX_ENTITIES
+        {
             String::new()
         } else {
             format!(
-                " extraction_format={} extraction_cut_repeats={}",
-                p.extraction_format, p.extraction_cut_repeats
+                " extraction_format={} extraction_cut_repeats={} extraction_max_entities={}",
+                p.extraction_format, p.extraction_cut_repeats, p.extraction_max_entities
             )
         },
         if p.cooccurrence {

@@ -126,7 +126,7 @@ impl MemoryKind {
 
     /// Whether this memory is built by the joint extraction call (the paper's graph and its
     /// ablations): only these depend on the extraction options (`extraction_format`,
-    /// `extraction_cut_repeats`).
+    /// `extraction_cut_repeats`, `extraction_max_entities`).
     pub fn is_extracted(self) -> bool {
         matches!(
             self,
@@ -165,6 +165,7 @@ impl MemoryKind {
         if !self.is_extracted() {
             p.extraction_cut_repeats = 0;
             p.extraction_format = ExtractionFormat::Paper;
+            p.extraction_max_entities = crate::config::DEFAULT_EXTRACTION_MAX_ENTITIES;
         }
         p
     }
@@ -714,6 +715,10 @@ mod tests {
         for kind in MemoryKind::ALL {
             let p = kind.params(&config);
             let json = serde_json::to_string(&p).unwrap();
+            assert!(
+                !json.contains("extraction_max_entities"),
+                "{kind:?}: the default entity cap is left out of the key: {json}"
+            );
             if kind.is_extracted() {
                 assert_eq!(p.extraction_cut_repeats, 2, "{kind:?}");
             } else {

@@ -197,16 +197,18 @@ impl MemoryDir {
             let mut same = m.params.clone();
             same.extraction_format = configured.extraction_format;
             same.extraction_cut_repeats = configured.extraction_cut_repeats;
+            same.extraction_max_entities = configured.extraction_max_entities;
             if same != configured
                 || self.path_with(kind, &m.params, ctx, document, question) != file
             {
                 continue;
             }
             tracing::info!(
-                "{}: read the graph built with extraction_format={} extraction_cut_repeats={}",
+                "{}: read the graph built with extraction_format={} extraction_cut_repeats={} extraction_max_entities={}",
                 file.display(),
                 m.params.extraction_format,
-                m.params.extraction_cut_repeats
+                m.params.extraction_cut_repeats,
+                m.params.extraction_max_entities
             );
             return Some(prepared);
         }

@@ -157,12 +157,16 @@ fn triple_schema(max: usize) -> serde_json::Value {
 /// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
 /// (entities, then relations, then questions). The names sort the same way, so the cache keys
 /// of the committed builds did not change when the sent order became the `required` order.
-fn extract_schema(format: ExtractionFormat, questions: bool) -> Option<JsonSchema> {
+fn extract_schema(
+    format: ExtractionFormat,
+    questions: bool,
+    max_entities: usize,
+) -> Option<JsonSchema> {
     if format == ExtractionFormat::Compact {
-        return compact_schema(questions);
+        return compact_schema(questions, max_entities);
     }
     let mut properties = json!({
-        "entities": entity_schema(25),
+        "entities": entity_schema(max_entities),
         "triples": triple_schema(30),
     });
     let mut required = vec!["entities", "triples"];
@@ -183,9 +187,9 @@ fn extract_schema(format: ExtractionFormat, questions: bool) -> Option<JsonSchem
 /// the questions as plain strings, then the triples: the paper's content and order, except
 /// that the questions come before the triples (without copies of them), so a reply cut at a
 /// looping triple list keeps them.
-fn compact_schema(questions: bool) -> Option<JsonSchema> {
+fn compact_schema(questions: bool, max_entities: usize) -> Option<JsonSchema> {
     let mut properties = json!({
-        "entities": entity_pair_schema(25),
+        "entities": entity_pair_schema(max_entities),
         "triples": triple_schema(30),
     });
     let mut required = vec!["entities"];
@@ -280,7 +284,10 @@ impl Builder<'_> {
             // a cut there would lose the triples written after it.
             cut_repeats_in: Some("triples"),
         };
-        let (messages, schema) = (conversation(&p), extract_schema(format, with_questions));
+        let (messages, schema) = (
+            conversation(&p),
+            extract_schema(format, with_questions, self.params.extraction_max_entities),
+        );
         let asked = match format {
             ExtractionFormat::Paper => self
                 .llm
@@ -382,6 +389,22 @@ impl Builder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_entity_list_is_capped_by_the_option_in_both_formats() {
+        for format in [ExtractionFormat::Paper, ExtractionFormat::Compact] {
+            for questions in [true, false] {
+                let s = extract_schema(format, questions, 8).unwrap();
+                assert_eq!(
+                    s.schema["properties"]["entities"]["maxItems"], 8,
+                    "{format:?} questions={questions}"
+                );
+            }
+        }
+        let default = extract_schema(ExtractionFormat::Paper, true, 25).unwrap();
+        assert_eq!(default.schema["properties"]["entities"]["maxItems"], 25);
+        assert_eq!(default.schema["properties"]["triples"]["maxItems"], 30);
+    }
 
     #[test]
     fn names_are_cleaned() {

@@ -75,6 +75,7 @@ impl BuildParams {
             cooccurrence: false,
             extraction_cut_repeats: m.extraction_cut_repeats,
             extraction_format: m.extraction_format,
+            extraction_max_entities: m.extraction_max_entities,
         }
     }
 }
