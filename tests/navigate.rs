@@ -82,7 +82,7 @@ fn memory(filler: usize) -> Memory {
             cooccurrence: false,
             extraction_cut_repeats: 0,
             extraction_format: Default::default(),
-            extraction_max_entities: qrmem::config::DEFAULT_EXTRACTION_MAX_ENTITIES,
+            extraction_max_entities: qrmem::config::FORMER_EXTRACTION_MAX_ENTITIES,
         },
         model: "scripted".into(),
         question: None,

@@ -201,7 +201,7 @@ mod tests {
             cooccurrence: false,
             extraction_cut_repeats: 0,
             extraction_format: Default::default(),
-            extraction_max_entities: crate::config::DEFAULT_EXTRACTION_MAX_ENTITIES,
+            extraction_max_entities: crate::config::FORMER_EXTRACTION_MAX_ENTITIES,
         };
         let doc = "a. b. c. d. e. f. g. h. i. j.";
         let mut m = Memory::segments_only(doc, params, "m");

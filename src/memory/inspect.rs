@@ -33,7 +33,7 @@ pub fn describe(memory: &Memory, top: usize) -> String {
         p.open_entity,
         if p.extraction_format.is_paper()
             && p.extraction_cut_repeats == 0
-            && p.extraction_max_entities == crate::config::DEFAULT_EXTRACTION_MAX_ENTITIES
+            && p.extraction_max_entities == crate::config::FORMER_EXTRACTION_MAX_ENTITIES
         {
             String::new()
         } else {

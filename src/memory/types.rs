@@ -6,7 +6,7 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ExtractionFormat, DEFAULT_EXTRACTION_MAX_ENTITIES};
+use crate::config::{ExtractionFormat, FORMER_EXTRACTION_MAX_ENTITIES};
 use crate::llm::LedgerSnapshot;
 use crate::text::Segment;
 
@@ -109,8 +109,8 @@ pub struct BuildParams {
     pub extraction_cut_repeats: u8,
     #[serde(default, skip_serializing_if = "ExtractionFormat::is_paper")]
     pub extraction_format: ExtractionFormat,
-    /// The extraction reply's entity list at most (the schema's `maxItems`); left out at the
-    /// default, 25, which every memory built before the option was built with.
+    /// The extraction reply's entity list at most (the schema's `maxItems`); left out at 25,
+    /// which every memory built before the option was built with.
     #[serde(
         default = "default_max_entities",
         skip_serializing_if = "is_default_max_entities"
@@ -119,11 +119,11 @@ pub struct BuildParams {
 }
 
 fn default_max_entities() -> usize {
-    DEFAULT_EXTRACTION_MAX_ENTITIES
+    FORMER_EXTRACTION_MAX_ENTITIES
 }
 
 fn is_default_max_entities(n: &usize) -> bool {
-    *n == DEFAULT_EXTRACTION_MAX_ENTITIES
+    *n == FORMER_EXTRACTION_MAX_ENTITIES
 }
 
 /// Whether a value is its type's default: a field left out of a memory file when it is, so

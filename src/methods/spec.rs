@@ -165,7 +165,7 @@ impl MemoryKind {
         if !self.is_extracted() {
             p.extraction_cut_repeats = 0;
             p.extraction_format = ExtractionFormat::Paper;
-            p.extraction_max_entities = crate::config::DEFAULT_EXTRACTION_MAX_ENTITIES;
+            p.extraction_max_entities = crate::config::FORMER_EXTRACTION_MAX_ENTITIES;
         }
         p
     }
@@ -715,19 +715,34 @@ mod tests {
         for kind in MemoryKind::ALL {
             let p = kind.params(&config);
             let json = serde_json::to_string(&p).unwrap();
-            assert!(
-                !json.contains("extraction_max_entities"),
-                "{kind:?}: the default entity cap is left out of the key: {json}"
-            );
             if kind.is_extracted() {
                 assert_eq!(p.extraction_cut_repeats, 2, "{kind:?}");
+                assert!(
+                    json.contains("\"extraction_max_entities\":8"),
+                    "{kind:?}: {json}"
+                );
             } else {
                 assert!(
-                    !json.contains("extraction_cut_repeats") && !json.contains("extraction_format"),
+                    !json.contains("extraction_cut_repeats")
+                        && !json.contains("extraction_format")
+                        && !json.contains("extraction_max_entities"),
                     "{kind:?}: its key is what it was before the options: {json}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_memory_built_before_the_entity_cap_reads_as_25_and_keeps_its_key() {
+        let mut p = MemoryKind::Graph.params(&Config::default());
+        p.extraction_max_entities = crate::config::FORMER_EXTRACTION_MAX_ENTITIES;
+        let json = serde_json::to_value(&p).unwrap();
+        assert!(json.get("extraction_max_entities").is_none(), "{json}");
+        let back: BuildParams = serde_json::from_value(json).unwrap();
+        assert_eq!(back.extraction_max_entities, 25);
+        p.extraction_max_entities = 8;
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["extraction_max_entities"], 8);
     }
 
     #[test]
