@@ -43,6 +43,7 @@ runs=(
   "build-cost-compact-cut2:build-cost-compact-cut2.toml"
   "build-cost-compact-v1-cut2:build-cost-compact-v1-cut2.toml"
   "graphs-longbench-style-31-60:graphs-longbench-style-31-60.toml"
+  "ablations-longbench-style:ablations-longbench-style.toml"
 )
 failed=0
 for pair in "${runs[@]}"; do
