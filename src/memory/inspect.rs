@@ -31,10 +31,7 @@ pub fn describe(memory: &Memory, top: usize) -> String {
         p.entity_similarity,
         p.graph_update,
         p.open_entity,
-        if p.extraction_format.is_paper()
-            && p.extraction_cut_repeats == 0
-            && p.extraction_max_entities == crate::config::FORMER_EXTRACTION_MAX_ENTITIES
-        {
+        if *p == p.with_former_extraction() {
             String::new()
         } else {
             format!(

@@ -162,12 +162,11 @@ impl MemoryKind {
         }
         // The extraction options shape the joint extraction call only: the other kinds are
         // built without it, and their keys do not depend on them.
-        if !self.is_extracted() {
-            p.extraction_cut_repeats = 0;
-            p.extraction_format = ExtractionFormat::Paper;
-            p.extraction_max_entities = crate::config::FORMER_EXTRACTION_MAX_ENTITIES;
+        if self.is_extracted() {
+            p
+        } else {
+            p.with_former_extraction()
         }
-        p
     }
 }
 

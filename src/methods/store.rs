@@ -194,11 +194,7 @@ impl MemoryDir {
             let Prepared::Graph(m) = &prepared else {
                 continue;
             };
-            let mut same = m.params.clone();
-            same.extraction_format = configured.extraction_format;
-            same.extraction_cut_repeats = configured.extraction_cut_repeats;
-            same.extraction_max_entities = configured.extraction_max_entities;
-            if same != configured
+            if m.params.with_former_extraction() != configured.with_former_extraction()
                 || self.path_with(kind, &m.params, ctx, document, question) != file
             {
                 continue;

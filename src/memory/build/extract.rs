@@ -401,9 +401,9 @@ mod tests {
                 );
             }
         }
-        let default = extract_schema(ExtractionFormat::Paper, true, 25).unwrap();
-        assert_eq!(default.schema["properties"]["entities"]["maxItems"], 25);
-        assert_eq!(default.schema["properties"]["triples"]["maxItems"], 30);
+        let former = extract_schema(ExtractionFormat::Paper, true, 25).unwrap();
+        assert_eq!(former.schema["properties"]["entities"]["maxItems"], 25);
+        assert_eq!(former.schema["properties"]["triples"]["maxItems"], 30);
     }
 
     #[test]

@@ -78,6 +78,19 @@ impl BuildParams {
             extraction_max_entities: m.extraction_max_entities,
         }
     }
+
+    /// These parameters with the extraction options (`extraction_cut_repeats`,
+    /// `extraction_format`, `extraction_max_entities`) as every memory built before them had
+    /// them: the one list of those options, for the kinds built without the joint extraction
+    /// call, the store's match of graphs that differ in them alone, and `inspect`.
+    pub fn with_former_extraction(&self) -> Self {
+        BuildParams {
+            extraction_cut_repeats: 0,
+            extraction_format: crate::config::ExtractionFormat::Paper,
+            extraction_max_entities: crate::config::FORMER_EXTRACTION_MAX_ENTITIES,
+            ..self.clone()
+        }
+    }
 }
 
 /// Relation Update calls per segment at most (with `max_relation_updates`): with the one joint
