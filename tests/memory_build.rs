@@ -144,18 +144,40 @@ async fn builds_the_expected_graph() {
     }
 }
 
+/// The ablations send the paper graph's extraction calls and leave out what they ablate: the
+/// questions and what they bring (no-graph-update), the LLM's entities (no-open-entity).
 #[tokio::test]
-async fn ablations_skip_their_steps() {
+async fn ablations_leave_out_their_parts_of_the_same_replies() {
+    let extraction = |llm: &ScriptedLlm| {
+        let mut prompts: Vec<String> = llm
+            .received()
+            .iter()
+            .filter(|r| conversation_of(r).contains("You build the knowledge graph"))
+            .map(conversation_of)
+            .collect();
+        prompts.sort();
+        prompts
+    };
+    let stands_in = |m: &Memory| {
+        m.graph
+            .edge_weights()
+            .any(|r| r.description.contains("stands in Marlow Heath"))
+    };
+    let (graph, graph_llm) = build(false, params()).await;
+    assert!(!graph.questions.is_empty());
+    assert!(stands_in(&graph), "an admitted question brings its triple");
     let mut p = params();
     p.graph_update = false;
     p.open_entity = false;
     let (m, llm) = build(false, p).await;
-    let asks_questions = llm
-        .received()
-        .iter()
-        .any(|r| prompt_of(r).contains("3. Questions"));
-    assert!(!asks_questions, "no question generation");
-    assert!(m.questions.is_empty());
+    assert_eq!(extraction(&llm), extraction(&graph_llm), "the same calls");
+    assert!(m.questions.is_empty(), "no graph update");
+    assert!(!stands_in(&m), "the triple a question brought is left out");
+    assert_eq!(
+        m.stats.raw_relations + 1,
+        graph.stats.raw_relations,
+        "the extraction's triples are kept"
+    );
     assert!(m
         .graph
         .node_weights()

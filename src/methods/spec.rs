@@ -89,16 +89,31 @@ impl MemoryKind {
     }
 
     /// The prompts its build with `params` sends (their fingerprint is part of the memory's
-    /// key).
+    /// key). The paper's graph and the no-open-entity ablation also name the two question-less
+    /// extraction prompts, which no build sends since the no-graph-update ablation asks the
+    /// joint call and leaves its questions out (issue 56): taking them off would re-key every
+    /// committed graph. No-graph-update names what it sends, so a memory built with the former
+    /// question-less prompt is never read as one of today's.
     pub fn build_prompts(self, params: &BuildParams) -> &'static [PromptId] {
+        let compact = params.extraction_format == ExtractionFormat::Compact;
         match self {
-            _ if self.is_extracted() && params.extraction_format == ExtractionFormat::Compact => &[
+            MemoryKind::NoGraphUpdate if compact => &[
+                PromptId::Summary,
+                PromptId::ExtractCompact,
+                PromptId::RelationUpdate,
+            ],
+            MemoryKind::NoGraphUpdate => &[
+                PromptId::Summary,
+                PromptId::Extract,
+                PromptId::RelationUpdate,
+            ],
+            MemoryKind::Graph | MemoryKind::NoOpenEntity if compact => &[
                 PromptId::Summary,
                 PromptId::ExtractCompact,
                 PromptId::ExtractCompactNoQuestions,
                 PromptId::RelationUpdate,
             ],
-            MemoryKind::Graph | MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity => &[
+            MemoryKind::Graph | MemoryKind::NoOpenEntity => &[
                 PromptId::Summary,
                 PromptId::Extract,
                 PromptId::ExtractNoQuestions,

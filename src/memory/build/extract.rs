@@ -157,51 +157,41 @@ fn triple_schema(max: usize) -> serde_json::Value {
 /// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
 /// (entities, then relations, then questions). The names sort the same way, so the cache keys
 /// of the committed builds did not change when the sent order became the `required` order.
-fn extract_schema(
-    format: ExtractionFormat,
-    questions: bool,
-    max_entities: usize,
-) -> Option<JsonSchema> {
+fn extract_schema(format: ExtractionFormat, max_entities: usize) -> Option<JsonSchema> {
     if format == ExtractionFormat::Compact {
-        return compact_schema(questions, max_entities);
+        return compact_schema(max_entities);
     }
     let mut properties = json!({
         "entities": entity_schema(max_entities),
         "triples": triple_schema(30),
     });
-    let mut required = vec!["entities", "triples"];
-    if questions {
-        properties["unanswered_questions"] = json!({
-            "type": "array", "maxItems": 3,
-            "items": {"type": "object", "properties": {
-                "question": {"type": "string", "minLength": 5, "maxLength": 200},
-                "triples": triple_schema(3)
-            }, "required": ["question", "triples"]}
-        });
-        required.push("unanswered_questions");
-    }
-    schema("extract", properties, &required)
+    properties["unanswered_questions"] = json!({
+        "type": "array", "maxItems": 3,
+        "items": {"type": "object", "properties": {
+            "question": {"type": "string", "minLength": 5, "maxLength": 200},
+            "triples": triple_schema(3)
+        }, "required": ["question", "triples"]}
+    });
+    schema(
+        "extract",
+        properties,
+        &["entities", "triples", "unanswered_questions"],
+    )
 }
 
-/// The compact reply's schema: the entities as [name, type] pairs, then (with the graph update)
-/// the questions as plain strings, then the triples: the paper's content and order, except
+/// The compact reply's schema: the entities as [name, type] pairs, then the questions as plain strings, then the triples: the paper's content and order, except
 /// that the questions come before the triples (without copies of them), so a reply cut at a
 /// looping triple list keeps them.
-fn compact_schema(questions: bool, max_entities: usize) -> Option<JsonSchema> {
-    let mut properties = json!({
+fn compact_schema(max_entities: usize) -> Option<JsonSchema> {
+    let properties = json!({
         "entities": entity_pair_schema(max_entities),
-        "triples": triple_schema(30),
-    });
-    let mut required = vec!["entities"];
-    if questions {
-        properties["questions"] = json!({
+        "questions": {
             "type": "array", "maxItems": 3,
             "items": {"type": "string", "minLength": 5, "maxLength": 200}
-        });
-        required.push("questions");
-    }
-    required.push("triples");
-    schema("extract", properties, &required)
+        },
+        "triples": triple_schema(30),
+    });
+    schema("extract", properties, &["entities", "questions", "triples"])
 }
 
 fn raw_relation(segment: usize, r: RelationItem) -> RawRelation {
@@ -261,13 +251,14 @@ impl Builder<'_> {
             ..SegmentOut::default()
         };
         let lower = seg.text.to_lowercase();
+        // The no-graph-update ablation sends the same call and leaves its questions out of the
+        // memory: the paper's ablation drops the question generation and graph update and keeps
+        // the extraction, which our joint call shares with them (ARCHITECTURE.md, Deviations).
         let with_questions = self.params.graph_update;
         let format = self.params.extraction_format;
-        let id = match (format, with_questions) {
-            (ExtractionFormat::Paper, true) => PromptId::Extract,
-            (ExtractionFormat::Paper, false) => PromptId::ExtractNoQuestions,
-            (ExtractionFormat::Compact, true) => PromptId::ExtractCompact,
-            (ExtractionFormat::Compact, false) => PromptId::ExtractCompactNoQuestions,
+        let id = match format {
+            ExtractionFormat::Paper => PromptId::Extract,
+            ExtractionFormat::Compact => PromptId::ExtractCompact,
         };
         let p = self
             .prompts
@@ -286,7 +277,7 @@ impl Builder<'_> {
         };
         let (messages, schema) = (
             conversation(&p),
-            extract_schema(format, with_questions, self.params.extraction_max_entities),
+            extract_schema(format, self.params.extraction_max_entities),
         );
         let asked = match format {
             ExtractionFormat::Paper => self
@@ -393,15 +384,13 @@ mod tests {
     #[test]
     fn the_entity_list_is_capped_by_the_option_in_both_formats() {
         for format in [ExtractionFormat::Paper, ExtractionFormat::Compact] {
-            for questions in [true, false] {
-                let s = extract_schema(format, questions, 8).unwrap();
-                assert_eq!(
-                    s.schema["properties"]["entities"]["maxItems"], 8,
-                    "{format:?} questions={questions}"
-                );
-            }
+            let s = extract_schema(format, 8).unwrap();
+            assert_eq!(
+                s.schema["properties"]["entities"]["maxItems"], 8,
+                "{format:?}"
+            );
         }
-        let former = extract_schema(ExtractionFormat::Paper, true, 25).unwrap();
+        let former = extract_schema(ExtractionFormat::Paper, 25).unwrap();
         assert_eq!(former.schema["properties"]["entities"]["maxItems"], 25);
         assert_eq!(former.schema["properties"]["triples"]["maxItems"], 30);
     }
