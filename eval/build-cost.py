@@ -65,8 +65,9 @@ def walk(text):
 
 
 def cut_at(text, allowed):
-    """The offset of the element that makes one copy too many in its array (the rule of
-    src/llm/repeat.rs, every array watched), or None."""
+    """The offset of the element that makes one copy too many in the list `text` (the rule of
+    src/llm/repeat.rs with `cut_repeats_in`: the list's own elements are watched, not the
+    arrays inside them, so a triple naming one entity twice is no repeat), or None."""
     stack, string_start = [], 0
 
     def finish(began, end):
@@ -77,7 +78,9 @@ def cut_at(text, allowed):
         return frame["copies"][element] > allowed
 
     def top_start():
-        return stack[-1]["start"] if stack and stack[-1]["array"] else None
+        """Where the current element of the watched list began (the list is the outermost
+        array; the arrays inside its elements are not watched)."""
+        return stack[-1]["start"] if len(stack) == 1 and stack[-1]["array"] else None
 
     def begin(at):
         if stack and stack[-1]["array"] and stack[-1]["start"] is None:
