@@ -25,13 +25,16 @@ pub enum PromptError {
     NoValue { file: String, name: String },
 }
 
-/// Every prompt the pipeline sends.
+/// Every prompt the pipeline sends, and the two it no longer sends but still fingerprints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PromptId {
     Summary,
     Extract,
+    /// Sent by no build since issue 56; part of the graph's memory key
+    /// (`MemoryKind::build_prompts`).
     ExtractNoQuestions,
     ExtractCompact,
+    /// Sent by no build since issue 56; part of the graph's memory key.
     ExtractCompactNoQuestions,
     RelationUpdate,
     QuestionEntities,
