@@ -40,6 +40,7 @@ runs=(
   "build-cost-before:build-cost-before.toml"
   "build-cost-paper-cut2:build-cost-paper-cut2.toml"
   "build-cost-paper-cut2-e8:build-cost-paper-cut2-e8.toml"
+  "build-cost-paper-cut1-e5:build-cost-paper-cut1-e5.toml"
   "build-cost-compact-cut2:build-cost-compact-cut2.toml"
   "build-cost-compact-v1-cut2:build-cost-compact-v1-cut2.toml"
   "graphs-longbench-style-31-60:graphs-longbench-style-31-60.toml"
