@@ -152,25 +152,26 @@ fn triple_schema(max: usize) -> serde_json::Value {
     })
 }
 
-/// The joint reply's schema: entities and triples, and (with the graph update) the questions
-/// with their triples. A server that follows a JSON schema writes an object's keys in the
-/// schema's order, which is the `required` list's (`JsonSchema::as_sent`): the paper's
-/// (entities, then relations, then questions). The names sort the same way, so the cache keys
-/// of the committed builds did not change when the sent order became the `required` order.
+/// The joint reply's schema: entities, triples, and the questions with their triples (asked by
+/// every extracted kind; the no-graph-update ablation leaves the questions out of its memory).
+/// A server that follows a JSON schema writes an object's keys in the schema's order, which is
+/// the `required` list's (`JsonSchema::as_sent`): the paper's (entities, then relations, then
+/// questions). The names sort the same way, so the cache keys of the committed builds did not
+/// change when the sent order became the `required` order.
 fn extract_schema(format: ExtractionFormat, max_entities: usize) -> Option<JsonSchema> {
     if format == ExtractionFormat::Compact {
         return compact_schema(max_entities);
     }
-    let mut properties = json!({
+    let properties = json!({
         "entities": entity_schema(max_entities),
         "triples": triple_schema(30),
-    });
-    properties["unanswered_questions"] = json!({
-        "type": "array", "maxItems": 3,
-        "items": {"type": "object", "properties": {
-            "question": {"type": "string", "minLength": 5, "maxLength": 200},
-            "triples": triple_schema(3)
-        }, "required": ["question", "triples"]}
+        "unanswered_questions": {
+            "type": "array", "maxItems": 3,
+            "items": {"type": "object", "properties": {
+                "question": {"type": "string", "minLength": 5, "maxLength": 200},
+                "triples": triple_schema(3)
+            }, "required": ["question", "triples"]}
+        },
     });
     schema(
         "extract",
@@ -179,9 +180,10 @@ fn extract_schema(format: ExtractionFormat, max_entities: usize) -> Option<JsonS
     )
 }
 
-/// The compact reply's schema: the entities as [name, type] pairs, then the questions as plain strings, then the triples: the paper's content and order, except
-/// that the questions come before the triples (without copies of them), so a reply cut at a
-/// looping triple list keeps them.
+/// The compact reply's schema: the entities as [name, type] pairs, then the questions as plain
+/// strings, then the triples: the paper's content and order, except that the questions come
+/// before the triples (without copies of them), so a reply cut at a looping triple list keeps
+/// them.
 fn compact_schema(max_entities: usize) -> Option<JsonSchema> {
     let properties = json!({
         "entities": entity_pair_schema(max_entities),
