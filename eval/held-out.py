@@ -15,6 +15,8 @@ The same table for the tuning items is printed first, for comparison.
 import json
 import sys
 
+from evidence import fact_recall
+
 run = sys.argv[1] if len(sys.argv) > 1 else "eval/runs/hotpot-longbench-style"
 tuning = sys.argv[2] if len(sys.argv) > 2 else "eval/runs/navigation-longbench-style"
 reference = sys.argv[3] if len(sys.argv) > 3 else "bm25-top5"
@@ -25,14 +27,6 @@ GRAPH = ("kn", "kn-final-s-mix", "kn-answer-top3", "ges", "te", "kn-sentences100
 def rows(path):
     with open(f"{path}/results.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def recall(row):
-    gold, shown = row.get("gold_spans"), row.get("answer_spans")
-    if not gold or shown is None:
-        return None
-    hits = sum(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in gold)
-    return hits / len(gold), hits == len(gold)
 
 
 def backfill(path):
@@ -67,7 +61,7 @@ for label, subset in (("tuning items", [i for i in paired if i in tuned]),
     print("|---|---:|---:|---:|---:|---:|")
     for m in methods:
         rs = [table[(i, m)] for i in subset if (i, m) in table]
-        rec = [recall(r) for r in rs]
+        rec = [fact_recall(r) for r in rs]
         rec = [x for x in rec if x]
         if not rs or not rec:
             continue
@@ -75,7 +69,7 @@ for label, subset in (("tuning items", [i for i in paired if i in tuned]),
         cmp = [0, 0, 0]
         for i in subset:
             a, b = table.get((i, m)), table.get((i, reference))
-            ra, rb = a and recall(a), b and recall(b)
+            ra, rb = a and fact_recall(a), b and fact_recall(b)
             if ra and rb:
                 cmp[0 if ra[0] > rb[0] else 1 if ra[0] == rb[0] else 2] += 1
         tok = f"{sum(toks) / len(toks):,.0f}" if toks else "0"

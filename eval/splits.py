@@ -9,12 +9,15 @@ The items file gives the item order (its `_id`s, as the experiment numbers them)
 method: F1 on items 1-10 (where the settings were chosen), 11-30 and 31-60 (the tests), and
 on all it has; fact recall of the answer context on all it has (a supporting sentence counts
 when it lies wholly inside one answer span, as src/eval/evidence.rs counts it); LLM calls per
-question. As the report does, the latest row per (item, method, max trials) wins and a failed
-question keeps the score it was recorded with. The paired F1 and fact-recall intervals against
+question. Rows of a max-trials sweep other than the default 4 are left out; as the report does,
+the latest row per (item, method) wins and a failed question keeps the score it was recorded
+with. The paired F1 and fact-recall intervals against
 the reference are the report's (report.md, "Paired against").
 """
 import argparse
 import json
+
+from evidence import fact_recall
 
 ap = argparse.ArgumentParser()
 ap.add_argument("run")
@@ -41,13 +44,6 @@ with open(f"{a.run}/results.jsonl") as f:
 methods = a.methods.split(",") if a.methods else list(dict.fromkeys(m for m, _ in rows))
 
 
-def recall(r):
-    gold, shown = r.get("gold_spans"), r.get("answer_spans")
-    if not gold or shown is None:
-        return None
-    return sum(any(x <= g0 and g1 <= y for x, y in shown) for g0, g1 in gold) / len(gold)
-
-
 def mean(xs):
     return sum(xs) / len(xs) if xs else None
 
@@ -69,7 +65,7 @@ for m in methods:
     for _, lo, hi in splits:
         f1 = [r["f1"] for i, r in mine.items() if lo <= order[i] <= hi]
         cells.append(f"{fmt(mean(f1))} ({len(f1)})" if f1 else "-")
-    rec = [x for x in map(recall, mine.values()) if x is not None]
+    rec = [x[0] for x in map(fact_recall, mine.values()) if x is not None]
     calls = mean([r.get("requests", 0) + r.get("cache_hits", 0) for r in mine.values()])
     print(f"| {m} | " + " | ".join(cells)
           + f" | {fmt(mean([r['f1'] for r in mine.values()]))} ({len(mine)}) | "
