@@ -216,8 +216,10 @@ fn build_links_the_bridge_entity_to_both_paragraphs() {
 }
 
 /// One reply cache for this test binary: `ask --doc` reuses the replies of the build test.
+/// Under target/tmp, which `cargo clean` empties, so runs do not pile up in /tmp.
 fn shared_cache() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("qrmem-llm-real-cache-{}", std::process::id()))
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("qrmem-llm-real-cache-{}", std::process::id()))
 }
 
 #[test]

@@ -107,7 +107,11 @@ fn start() -> Result<Option<LocalLlm>, String> {
         .local_addr()
         .unwrap()
         .port();
-    let log = std::env::temp_dir().join(format!("qrmem-test-llama-{port}.log"));
+    // Under target/tmp (cargo's scratch directory for integration tests), not the system's
+    // temporary directory: a run leaves its server log for a failure to point at, and
+    // `cargo clean` removes it.
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("qrmem-test-llama-{port}.log"));
     let threads = std::env::var("QRMEM_TEST_LLM_THREADS").unwrap_or_else(|_| "2".into());
     // The wrapper exits with the server (so `try_wait` sees a server that died), and stops it
     // when the test process's pipe closes. The pipe is kept on fd 3: a background list's
