@@ -1,12 +1,53 @@
-"""Fact recall of one results.jsonl row, as src/eval/evidence.rs counts it, for the eval scripts
-(held-out.py, splits.py)."""
+"""What the eval scripts read from a run directory and how they count evidence, as
+src/eval/evidence.rs does (a gold sentence counts when it lies wholly inside one shown span):
+each graph memory's segment byte ranges (by question) and the run's latest row per pair for
+checks.py, misses.py and calibrate.py; one row's fact recall for held-out.py and splits.py."""
+import glob
+import gzip
+import json
+
+
+def graph_segments(run):
+    """Question -> the (start, end) byte ranges of its graph memory's segments, from RUN/memories."""
+    segments = {}
+    for path in glob.glob(f"{run}/memories/*-graph-*.qrm.gz"):
+        with gzip.open(path) as f:
+            m = json.load(f)
+        segments[m["question"]] = [(int(s["start"]), int(s["end"])) for s in m["segments"]]
+    return segments
+
+
+def latest_rows(run):
+    """(item, method, max_trials) -> the last row of RUN/results.jsonl for that pair."""
+    latest = {}
+    with open(f"{run}/results.jsonl") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{run}/results.jsonl:{n}: not JSON: {e}")
+            latest[(r["item"], r["method"], r.get("max_trials"))] = r
+    return latest
+
+
+def shown(spans, gold_span):
+    """Whether one gold span lies wholly inside one of the shown spans."""
+    g0, g1 = gold_span
+    return any(a <= g0 and g1 <= b for a, b in spans)
+
+
+def holds_all(spans, gold):
+    """Whether every gold span lies wholly inside one of the shown spans."""
+    return all(shown(spans, g) for g in gold)
 
 
 def fact_recall(row):
     """(share of the gold supporting sentences lying wholly inside one answer span, whether all
     do), or None when the row has no gold spans or no answer spans."""
-    gold, shown = row.get("gold_spans"), row.get("answer_spans")
-    if not gold or shown is None:
+    gold, spans = row.get("gold_spans"), row.get("answer_spans")
+    if not gold or spans is None:
         return None
-    hits = sum(any(a <= g0 and g1 <= b for a, b in shown) for g0, g1 in gold)
+    hits = sum(shown(spans, g) for g in gold)
     return hits / len(gold), hits == len(gold)

@@ -17,7 +17,7 @@ the reference are the report's (report.md, "Paired against").
 import argparse
 import json
 
-from evidence import fact_recall
+from evidence import fact_recall, latest_rows
 
 ap = argparse.ArgumentParser()
 ap.add_argument("run")
@@ -29,17 +29,11 @@ with open(a.items) as f:
     order = {json.loads(line)["_id"]: n for n, line in enumerate(f, 1) if line.strip()}
 
 rows = {}
-with open(f"{a.run}/results.jsonl") as f:
-    for n, line in enumerate(f, 1):
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"{a.run}/results.jsonl:{n}: not JSON: {e}")
-        if r["item"] not in order:
-            raise SystemExit(f"{a.run}/results.jsonl:{n}: item {r['item']} is not in {a.items}")
-        if r.get("max_trials") not in (None, 4):
-            continue
-        rows[(r["method"], r["item"])] = r
+for (item, method, trials), r in latest_rows(a.run).items():
+    if item not in order:
+        raise SystemExit(f"{a.run}/results.jsonl: item {item} is not in {a.items}")
+    if trials in (None, 4):
+        rows[(method, item)] = r
 
 methods = a.methods.split(",") if a.methods else list(dict.fromkeys(m for m, _ in rows))
 
