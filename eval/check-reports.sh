@@ -91,4 +91,25 @@ for pair in "${compares[@]}"; do
   done
   echo "eval/$out: compare.md, compare.json and compare.png regenerate identical"
 done
+# The analysis scripts share eval/evidence.py: each must still run on the committed runs (their
+# output is read in eval/README.md, not compared here).
+scripts=(
+  "checks.py"
+  "misses.py"
+  "calibrate.py eval/runs/calibration-1.5b kn-sentences1000"
+  "held-out.py"
+  "splits.py eval/runs/hotpot-longbench-style $tmp/items.jsonl"
+)
+"$bin" data longbench-style --in ../shared/data/hotpotqa/hotpot_dev_distractor_dev500.json \
+  --out "$tmp/items.jsonl" --limit 60 >/dev/null 2>&1
+for s in "${scripts[@]}"; do
+  # shellcheck disable=SC2086
+  if ! (cd "$tmp/repo" && python3 eval/$s >/dev/null 2>"$tmp/stderr"); then
+    echo "check-reports: eval/$s failed:" >&2
+    cat "$tmp/stderr" >&2
+    failed=1
+    continue
+  fi
+  echo "eval/${s%% *}: runs on the committed runs"
+done
 exit "$failed"
