@@ -155,6 +155,8 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         answer_sentence_tokens: 0,
         check_threshold: 0.0,
         start_bridge: false,
+        passage_tokens: 0,
+        context_tokens: 0,
     }
 }
 

@@ -16,6 +16,9 @@ pub struct Window {
     pub reply: usize,
     /// At most this many segments in a prompt; 0 for as many as fit.
     pub max_segments: usize,
+    /// At most this many tokens of segments (or passages) in a prompt; 0 for as many as the
+    /// window holds: the context budget of the passage-grain methods.
+    pub max_tokens: usize,
 }
 
 impl Window {
@@ -24,6 +27,7 @@ impl Window {
             limit,
             reply,
             max_segments: 0,
+            max_tokens: 0,
         }
     }
 
@@ -37,6 +41,14 @@ impl Window {
     pub fn at_most(self, n: usize) -> Self {
         Window {
             max_segments: n,
+            ..self
+        }
+    }
+
+    /// This window, showing at most `n` tokens of segments (0: as many as fit).
+    pub fn within(self, n: usize) -> Self {
+        Window {
+            max_tokens: n,
             ..self
         }
     }
@@ -55,7 +67,12 @@ impl Window {
     ) -> Result<usize, PromptError> {
         let overhead =
             count_tokens(&prompts.render(id, &[("segments", ""), ("question", question)])?);
-        Ok(self.prompt_budget().saturating_sub(overhead))
+        let room = self.prompt_budget().saturating_sub(overhead);
+        Ok(if self.max_tokens > 0 {
+            room.min(self.max_tokens)
+        } else {
+            room
+        })
     }
 
     /// Chooses the segments shown in prompt `id` (placeholders `{segments}` and `{question}`):

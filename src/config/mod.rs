@@ -259,9 +259,13 @@ pub struct NavigateConfig {
     pub ges_threshold: f32,
     /// QRMeM-GES: expansion rounds at most.
     pub ges_max_iterations: usize,
-    /// Ablation: score edges with the question only.
+    /// Ablation: score edges with the question only. Set by the method's name
+    /// (`kn-no-reflection`), never read from a file or the environment, so a key that the
+    /// navigator would overwrite is refused as unknown instead of accepted and ignored.
+    #[serde(skip)]
     pub reflection: bool,
-    /// Ablation: answer from S_imp only.
+    /// Ablation: answer from S_imp only (`kn-no-navigation`); not a key, like `reflection`.
+    #[serde(skip)]
     pub navigation: bool,
     /// KN and TE: the share of the window's segment room that the ranked start set S_imp may
     /// take, so that navigation has room to add segments (default 0.5).
@@ -296,6 +300,13 @@ pub struct NavigateConfig {
     /// paper's start, ranked S_imp only). Left out of the written configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_bridge: bool,
+    /// Navigate and answer over the document's own passages (`text::passages`, each at most
+    /// this many tokens) instead of the memory's segments: the graph's passage view
+    /// (`Memory::passage_view`), built without an LLM call (0: segments, the paper).
+    pub passage_tokens: usize,
+    /// Every prompt shows at most this many tokens of segments or passages (0: as many as the
+    /// window holds, the paper): the context budget of the passage-grain rows.
+    pub context_tokens: usize,
 }
 
 impl Default for NavigateConfig {
@@ -317,6 +328,8 @@ impl Default for NavigateConfig {
             answer_sentence_tokens: 0,
             check_threshold: 0.0,
             start_bridge: false,
+            passage_tokens: 0,
+            context_tokens: 0,
         }
     }
 }
@@ -449,6 +462,30 @@ impl Config {
                         })
                     }
                 }
+            }
+        }
+        // A variable of a section's form that names no key is refused, like an unknown key in
+        // a file: a typo (or a key that is no setting) never falls back to the default silently.
+        let known: Vec<String> = defaults
+            .iter()
+            .filter_map(|(section, keys)| Some((section, keys.as_table()?)))
+            .flat_map(|(section, keys)| {
+                keys.keys().map(move |key| {
+                    format!("QRMEM_{}_{}", section.to_uppercase(), key.to_uppercase())
+                })
+            })
+            .chain(["QRMEM_LLM_BASE_URL".to_string(), API_KEY_ENV.to_string()])
+            .collect();
+        for (var, _) in env {
+            let sectioned = defaults
+                .keys()
+                .any(|section| var.starts_with(&format!("QRMEM_{}_", section.to_uppercase())));
+            if sectioned && !known.contains(var) {
+                return Err(ConfigError::Invalid {
+                    source_name: "environment".into(),
+                    key: var.clone(),
+                    message: "no such setting (see `qrmem config` for the keys; the ablations and the passage grain are method names, such as kn-no-reflection or kn-passages400)".into(),
+                });
             }
         }
         // Short names the guide and README use: QRMEM_LLM_BASE_URL (one URL or a comma list;
@@ -728,6 +765,33 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("q.toml") && err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn keys_the_method_name_sets_are_refused_not_ignored() {
+        // The ablations are method names (kn-no-reflection, kn-no-navigation): a key the
+        // navigator would overwrite is an error naming the file and the key.
+        for key in ["reflection", "navigation"] {
+            let err = Config::from_toml_and_env(
+                &format!("[navigate]\n{key} = false\n"),
+                &ConfigSource::File("q.toml".into()),
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("q.toml") && err.contains(key), "{err}");
+            let var = format!("QRMEM_NAVIGATE_{}", key.to_uppercase());
+            let err = Config::from_toml_and_env(
+                "",
+                &ConfigSource::Defaults,
+                &env(&[(var.as_str(), "false")]),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(&var), "{err}");
+        }
+        let c = Config::default();
+        assert!(c.navigate.reflection && c.navigate.navigation);
     }
 
     #[test]

@@ -43,6 +43,26 @@ pub fn index_memory(memory: &mut Memory, embedder: &dyn Embedder) -> Result<usiz
     Ok(n)
 }
 
+/// Computes and stores the vectors of `memory`'s segments only, keeping its edge vectors: a
+/// passage view (`Memory::passage_view`) has new units over the same edges.
+pub fn index_segments(memory: &mut Memory, embedder: &dyn Embedder) -> Result<(), EmbedError> {
+    let texts: Vec<&str> = memory.segments.iter().map(|s| s.text.as_str()).collect();
+    let segments = embed_exact(embedder, &texts)?;
+    match &mut memory.vectors {
+        Some(v) if v.model == embedder.model_id() => v.segments = segments,
+        _ => {
+            memory.vectors = Some(Vectors {
+                model: embedder.model_id().to_string(),
+                dim: embedder.dim(),
+                normalized: embedder.normalized(),
+                segments,
+                edges: Default::default(),
+            })
+        }
+    }
+    Ok(())
+}
+
 fn stored<'m>(memory: &'m Memory, embedder: &dyn Embedder) -> Option<&'m Vectors> {
     memory
         .vectors

@@ -7,7 +7,7 @@ mod index;
 
 pub use bert::{missing_model_files, BertEmbedder};
 pub use disk::DiskCache;
-pub use index::{index_memory, score_edges, score_segments, Vectors};
+pub use index::{index_memory, index_segments, score_edges, score_segments, Vectors};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -5,6 +5,7 @@ mod build;
 pub mod diagnostics;
 pub mod export;
 mod inspect;
+mod passages;
 pub mod merge;
 pub mod schema;
 pub mod store;

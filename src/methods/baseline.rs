@@ -32,6 +32,11 @@ pub enum Baseline {
     /// context the navigators' `-sentencesN` rows are compared with at the same budget).
     Bm25Sentences(usize),
     Dense(usize),
+    /// BM25 over the document's passages (`text::passages`): the best passages, shown in
+    /// document order under their titles, within this many tokens.
+    Bm25Passages(usize),
+    /// The embedder over the document's passages, within this many tokens.
+    DensePassages(usize),
     VanillaLeft,
     VanillaRight,
     Full,
@@ -58,8 +63,16 @@ impl FromStr for Baseline {
                     Ok(Baseline::Bm25Sentences(n))
                 } else if let Some(n) = k("contriever-top") {
                     Ok(Baseline::Dense(n))
+                } else if let Some(n) = k("bm25-passages")
+                    .filter(|n| s.strip_prefix("bm25-passages") == Some(n.to_string().as_str()))
+                {
+                    Ok(Baseline::Bm25Passages(n))
+                } else if let Some(n) = k("contriever-passages").filter(|n| {
+                    s.strip_prefix("contriever-passages") == Some(n.to_string().as_str())
+                }) {
+                    Ok(Baseline::DensePassages(n))
                 } else {
-                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, contriever-topK, vanilla-left, vanilla-right, full)"))
+                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
                 }
             }
         }
@@ -72,6 +85,8 @@ impl fmt::Display for Baseline {
             Baseline::Bm25(k) => write!(f, "bm25-top{k}"),
             Baseline::Bm25Sentences(n) => write!(f, "bm25-sentences{n}"),
             Baseline::Dense(k) => write!(f, "contriever-top{k}"),
+            Baseline::Bm25Passages(n) => write!(f, "bm25-passages{n}"),
+            Baseline::DensePassages(n) => write!(f, "contriever-passages{n}"),
             Baseline::VanillaLeft => f.write_str("vanilla-left"),
             Baseline::VanillaRight => f.write_str("vanilla-right"),
             Baseline::Full => f.write_str("full"),
@@ -80,7 +95,7 @@ impl fmt::Display for Baseline {
 }
 
 pub const FAMILY: Family = Family {
-    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), contriever-topK, vanilla-left, vanilla-right, full",
+    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), contriever-topK, vanilla-left, vanilla-right, full",
     parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
 };
 
@@ -97,7 +112,7 @@ impl Method for Baseline {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        _nav: &NavigateConfig,
+        nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -105,6 +120,15 @@ impl Method for Baseline {
         let Prepared::Graph(m) = prepared else {
             return Err(wrong_memory(self, prepared));
         };
+        if let Baseline::Bm25Passages(_) | Baseline::DensePassages(_) = self {
+            let cap = if nav.passage_tokens > 0 {
+                nav.passage_tokens
+            } else {
+                crate::text::passages::DEFAULT_PASSAGE_TOKENS
+            };
+            let view = super::navigators::passage_view(m, cap, ctx.embedder)?;
+            return Ok(answer(*self, ctx, &view, question, options).await?);
+        }
         Ok(answer(*self, ctx, m, question, options).await?)
     }
 
@@ -115,7 +139,9 @@ impl Method for Baseline {
             Baseline::Bm25(_) | Baseline::Dense(_) | Baseline::Full => {
                 Recorded::Segments { answer: true }
             }
-            Baseline::Bm25Sentences(_) => Recorded::Unknown,
+            Baseline::Bm25Sentences(_) | Baseline::Bm25Passages(_) | Baseline::DensePassages(_) => {
+                Recorded::Unknown
+            }
         }
     }
 }
@@ -152,6 +178,28 @@ pub async fn answer(
             let top: Vec<(usize, f32)> = ranked.into_iter().take(k).collect();
             let (text, shown) = window.fit(prompts, PromptId::Answer, &q, memory, &[], &top)?;
             (text, shown, format!("top {k}: {top:?}"))
+        }
+        Baseline::Bm25Passages(n) | Baseline::DensePassages(n) => {
+            // `memory` is the passage view: every passage ranked, the best shown within n
+            // tokens, in document order.
+            let ranked: Vec<(usize, f32)> = match baseline {
+                Baseline::Bm25Passages(_) => {
+                    let texts: Vec<&str> =
+                        memory.segments.iter().map(|s| s.text.as_str()).collect();
+                    Bm25::new(&texts)
+                        .rank(&q)
+                        .into_iter()
+                        .map(|(i, s)| (i, s as f32))
+                        .collect()
+                }
+                _ => crate::embed::score_segments(embedder, memory, &q)?,
+            };
+            let (text, shown) =
+                window
+                    .within(n)
+                    .fit(prompts, PromptId::Answer, &q, memory, &[], &ranked)?;
+            let note = format!("{} passages within {n} tokens", shown.len());
+            (text, shown, note)
         }
         Baseline::VanillaLeft | Baseline::VanillaRight => {
             let from_end = baseline == Baseline::VanillaRight;

@@ -15,7 +15,8 @@ use crate::navigate::Navigator;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Navigate {
     pub method: NavMethod,
-    /// Ablation: score edges with [Q; R; E_s] (true) or Q only (false).
+    /// Ablation: score edges with [Q; R; E] (true; E the entities reached so far, E_s at the
+    /// first expansion) or Q only (false).
     pub reflection: bool,
     /// Ablation: navigate (true) or answer from S_imp only (false).
     pub navigation: bool,
@@ -36,106 +37,145 @@ pub struct Navigate {
     /// KN and TE order the start set (and KN its final context) for the second hop
     /// (`navigate.start_bridge`).
     pub bridge: bool,
+    /// Navigate and answer over the document's passages, every prompt showing at most this
+    /// many tokens of them (0: segments, as configured).
+    pub passages: usize,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, kn-relevance-order, kn-final-s-mix, kn-answer-top3, kn-sentencesN (the final answer from N tokens of sentences), kn-checkP (stop when the check's P(answerable) >= P%), no-graph-update, no-open-entity, kn-cooccurrence (any navigator over the co-occurrence memory, built with no LLM call), kn-bridge and te-bridge (the start ordered for the second hop)",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order; e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
+/// A modifier of a navigator's name: its suffix, whether a number follows it, what it does,
+/// and how it is read from and written into a [`Navigate`]. The one table of them: `parse`
+/// strips them from the end of a name in the reverse of this order, `name` writes them in it.
+pub struct Modifier {
+    pub suffix: &'static str,
+    /// The suffix takes a number (`-passages400`); 0 is refused.
+    pub numbered: bool,
+    pub effect: &'static str,
+    /// The modifier's value in a navigator (0: absent; 1 for a present plain modifier).
+    get: fn(&Navigate) -> usize,
+    set: fn(&mut Navigate, usize),
+}
+
+/// Every navigator modifier, in the order a name carries them.
+pub const MODIFIERS: &[Modifier] = &[
+    Modifier {
+        suffix: "-cooccurrence",
+        numbered: false,
+        effect: "reads the co-occurrence memory (no LLM call in its build) instead of the paper's graph",
+        get: |n| usize::from(n.memory == MemoryKind::Cooccurrence),
+        set: |n, _| n.memory = MemoryKind::Cooccurrence,
+    },
+    Modifier {
+        suffix: "-bridge",
+        numbered: false,
+        effect: "KN and TE: the start ordered for the second hop (navigate.start_bridge)",
+        get: |n| usize::from(n.bridge),
+        set: |n, _| n.bridge = true,
+    },
+    Modifier {
+        suffix: "-final-s-mix",
+        numbered: false,
+        effect: "KN: answers from the last S_mix when its trials are spent (navigate.final_context = s-mix)",
+        get: |n| usize::from(n.final_s_mix),
+        set: |n, _| n.final_s_mix = true,
+    },
+    Modifier {
+        suffix: "-answer-top",
+        numbered: true,
+        effect: "the final answer prompt shows at most N segments (navigate.answer_segments)",
+        get: |n| n.answer_segments,
+        set: |n, k| n.answer_segments = k,
+    },
+    Modifier {
+        suffix: "-passages",
+        numbered: true,
+        effect: "navigates and answers over the document's passages, every prompt showing at most N tokens of them (navigate.passage_tokens, navigate.context_tokens)",
+        get: |n| n.passages,
+        set: |n, k| n.passages = k,
+    },
+    Modifier {
+        suffix: "-sentences",
+        numbered: true,
+        effect: "the final answer shows N tokens of sentences instead of whole units (navigate.answer_sentence_tokens)",
+        get: |n| n.answer_sentences,
+        set: |n, k| n.answer_sentences = k,
+    },
+    Modifier {
+        suffix: "-check",
+        numbered: true,
+        effect: "KN stops when the check's P(answerable) is at least N% (1-99; navigate.check_threshold)",
+        get: |n| n.check_percent as usize,
+        set: |n, k| n.check_percent = k as u32,
+    },
+    Modifier {
+        suffix: "-relevance-order",
+        numbered: false,
+        effect: "the answer prompt shows its units by relevance (navigate.answer_order = relevance)",
+        get: |n| usize::from(n.relevance_order),
+        set: |n, _| n.relevance_order = true,
+    },
+];
+
 fn parse(name: &str) -> Option<MethodSpec> {
-    // Any navigator with "-relevance-order": its answer prompt shows the segments by relevance.
-    let (name, relevance_order) = match name.strip_suffix("-relevance-order") {
-        Some(base) => (base, true),
-        None => (name, false),
+    let mut nav = Navigate {
+        method: NavMethod::Kn,
+        reflection: true,
+        navigation: true,
+        memory: MemoryKind::Graph,
+        relevance_order: false,
+        final_s_mix: false,
+        answer_segments: 0,
+        answer_sentences: 0,
+        check_percent: 0,
+        bridge: false,
+        passages: 0,
     };
-    // "kn-check<P>": KN stops when the check's P(answerable) is at least P% (1..=99).
-    let (name, check_percent) = match suffix_number(name, "-check") {
-        Some((base, p)) if (1..=99).contains(&p) && base.starts_with("kn") => (base, p as u32),
-        Some(_) => return None,
-        None => (name, 0),
-    };
-    // Any navigator with "-sentences<N>": its final answer shows N tokens of sentences.
-    let (name, answer_sentences) = match suffix_number(name, "-sentences") {
-        Some((base, n)) if n > 0 => (base, n),
-        Some(_) => return None,
-        None => (name, 0),
-    };
-    // Any navigator with "-answer-top<N>": its final answer prompt shows at most N segments.
-    let (name, answer_segments) = match name.rsplit_once("-answer-top") {
-        Some((base, n)) => match n.parse::<usize>() {
-            Ok(k) if k > 0 && k.to_string() == n => (base, k),
-            _ => return None,
-        },
-        None => (name, 0),
-    };
-    // "kn-final-s-mix": KN answers from the last S_mix when its trials are spent.
-    let (name, final_s_mix) = match name.strip_suffix("-final-s-mix") {
-        Some(base @ ("kn" | "kn-cooccurrence" | "kn-bridge" | "kn-cooccurrence-bridge")) => {
-            (base, true)
+    // Strip the modifiers from the end, each at most once, in the reverse of the table's order.
+    let mut base = name;
+    for m in MODIFIERS.iter().rev() {
+        if m.numbered {
+            if let Some((rest, k)) = suffix_number(base, m.suffix) {
+                if k == 0 {
+                    return None;
+                }
+                (m.set)(&mut nav, k);
+                base = rest;
+            }
+        } else if let Some(rest) = base.strip_suffix(m.suffix) {
+            (m.set)(&mut nav, 1);
+            base = rest;
         }
-        Some(_) => return None,
-        None => (name, false),
-    };
-    // "<navigator>-bridge": KN or TE with the second-hop start.
-    let (name, bridge) = match name.strip_suffix("-bridge") {
-        Some(base) => (base, true),
-        None => (name, false),
-    };
-    // "<navigator>-cooccurrence": over the co-occurrence memory (no LLM call in its build).
-    let (name, cooccurrence) = match name.strip_suffix("-cooccurrence") {
-        Some(base) => (base, true),
-        None => (name, false),
-    };
-    let nav = |method, reflection, navigation, memory| {
-        Some(MethodSpec::new(Navigate {
-            method,
-            reflection,
-            navigation,
-            memory,
-            relevance_order,
-            final_s_mix,
-            answer_segments,
-            answer_sentences,
-            check_percent,
-            bridge,
-        }))
-    };
-    match name {
-        _ if (cooccurrence || bridge) && name.starts_with("no-") => return None,
-        "no-graph-update" => return nav(NavMethod::Kn, true, true, MemoryKind::NoGraphUpdate),
-        "no-open-entity" => return nav(NavMethod::Kn, true, true, MemoryKind::NoOpenEntity),
-        _ => {}
     }
-    // kn, ges, te, each with -no-reflection or -no-navigation.
-    let (method, reflection, navigation) = match name.split_once("-no-") {
-        None => (name, true, true),
-        Some((m, "reflection")) => (m, false, true),
-        Some((m, "navigation")) => (m, true, false),
-        Some(_) => return None,
-    };
-    let method = match method {
-        "kn" => NavMethod::Kn,
-        "ges" => NavMethod::Ges,
-        "te" => NavMethod::Te,
-        _ => return None,
-    };
-    // Only ablations that change something are names: GES scores no reflection and has no
-    // navigation to turn off (its expansion is its retrieval); TE uses no reflection.
-    match (method, reflection, navigation) {
-        (NavMethod::Ges, false, _) | (NavMethod::Ges, _, false) | (NavMethod::Te, false, _) => {
+    // The base: an ablation memory, or kn / ges / te with -no-reflection or -no-navigation.
+    match base {
+        // The ablation memories are memories of their own: no -cooccurrence on them.
+        "no-graph-update" | "no-open-entity" if nav.memory == MemoryKind::Cooccurrence => {
             return None
         }
-        // GES has no start set to order.
-        (NavMethod::Ges, ..) if bridge => return None,
-        _ => {}
+        "no-graph-update" => nav.memory = MemoryKind::NoGraphUpdate,
+        "no-open-entity" => nav.memory = MemoryKind::NoOpenEntity,
+        _ => {
+            let (method, reflection, navigation) = match base.split_once("-no-") {
+                None => (base, true, true),
+                Some((m, "reflection")) => (m, false, true),
+                Some((m, "navigation")) => (m, true, false),
+                Some(_) => return None,
+            };
+            nav.method = match method {
+                "kn" => NavMethod::Kn,
+                "ges" => NavMethod::Ges,
+                "te" => NavMethod::Te,
+                _ => return None,
+            };
+            nav.reflection = reflection;
+            nav.navigation = navigation;
+        }
     }
-    let memory = if cooccurrence {
-        MemoryKind::Cooccurrence
-    } else {
-        MemoryKind::Graph
-    };
-    nav(method, reflection, navigation, memory)
+    nav.valid().then(|| MethodSpec::new(nav))
 }
 
 /// `name` as `base` + `marker` + a number written plainly (no sign, no leading zero).
@@ -146,6 +186,24 @@ fn suffix_number<'a>(name: &'a str, marker: &str) -> Option<(&'a str, usize)> {
 }
 
 impl Navigate {
+    /// Whether this combination is a method: only ablations and modifiers that change
+    /// something are names (GES scores no reflection and has no navigation to turn off and no
+    /// start set to order; TE uses no reflection; the check threshold and the final S_mix are
+    /// KN's; the ablation memories take no other memory or start).
+    fn valid(&self) -> bool {
+        let ablation_memory = matches!(
+            self.memory,
+            MemoryKind::NoGraphUpdate | MemoryKind::NoOpenEntity
+        );
+        let ges = self.method == NavMethod::Ges;
+        let kn = self.method == NavMethod::Kn;
+        !(ges && (!self.reflection || !self.navigation || self.bridge)
+            || self.method == NavMethod::Te && !self.reflection
+            || !kn && (self.final_s_mix || self.check_percent > 0)
+            || self.check_percent > 99
+            || ablation_memory && self.bridge)
+    }
+
     /// The navigation settings of this navigator: the configuration's `[navigate]` with this
     /// name's choices (method, ablations, answer order and context, check threshold) applied.
     pub fn settings(&self, base: &NavigateConfig) -> NavigateConfig {
@@ -171,6 +229,12 @@ impl Navigate {
         if self.bridge {
             opts.start_bridge = true;
         }
+        if self.passages > 0 {
+            if opts.passage_tokens == 0 {
+                opts.passage_tokens = crate::text::passages::DEFAULT_PASSAGE_TOKENS;
+            }
+            opts.context_tokens = self.passages;
+        }
         opts
     }
 }
@@ -178,48 +242,21 @@ impl Navigate {
 #[async_trait]
 impl Method for Navigate {
     fn name(&self) -> String {
-        let base = match (self.memory, self.reflection, self.navigation) {
-            (MemoryKind::NoGraphUpdate, ..) => "no-graph-update".into(),
-            (MemoryKind::NoOpenEntity, ..) => "no-open-entity".into(),
+        let mut name = match (self.memory, self.reflection, self.navigation) {
+            (MemoryKind::NoGraphUpdate, ..) => "no-graph-update".to_string(),
+            (MemoryKind::NoOpenEntity, ..) => "no-open-entity".to_string(),
             (_, false, _) => format!("{}-no-reflection", self.method),
             (_, _, false) => format!("{}-no-navigation", self.method),
             _ => self.method.to_string(),
         };
-        let base = if self.memory == MemoryKind::Cooccurrence {
-            format!("{base}-cooccurrence")
-        } else {
-            base
-        };
-        let base = if self.bridge {
-            format!("{base}-bridge")
-        } else {
-            base
-        };
-        let base = if self.final_s_mix {
-            format!("{base}-final-s-mix")
-        } else {
-            base
-        };
-        let base = if self.answer_segments > 0 {
-            format!("{base}-answer-top{}", self.answer_segments)
-        } else {
-            base
-        };
-        let base = if self.answer_sentences > 0 {
-            format!("{base}-sentences{}", self.answer_sentences)
-        } else {
-            base
-        };
-        let base = if self.check_percent > 0 {
-            format!("{base}-check{}", self.check_percent)
-        } else {
-            base
-        };
-        if self.relevance_order {
-            format!("{base}-relevance-order")
-        } else {
-            base
+        for m in MODIFIERS {
+            match (m.get)(self) {
+                0 => {}
+                k if m.numbered => name.push_str(&format!("{}{k}", m.suffix)),
+                _ => name.push_str(m.suffix),
+            }
         }
+        name
     }
 
     fn memory_kind(&self) -> MemoryKind {
@@ -242,18 +279,41 @@ impl Method for Navigate {
             return Err(wrong_memory(self, prepared));
         };
         let opts = self.settings(nav);
+        let window = ctx.window.within(opts.context_tokens);
+        if opts.passage_tokens > 0 {
+            let view = passage_view(m, opts.passage_tokens, ctx.embedder)?;
+            return Ok(
+                Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, &view, opts, window)
+                    .ask(question, options)
+                    .await?,
+            );
+        }
         Ok(
-            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts, ctx.window)
+            Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts, window)
                 .ask(question, options)
                 .await?,
         )
     }
 
     fn recorded_context(&self) -> Recorded {
+        if self.passages > 0 {
+            return Recorded::Unknown;
+        }
         // GES's only prompt with segments is its answer; KN and TE recorded every segment
         // shown, not the answer prompt's.
         Recorded::Segments {
             answer: self.method == NavMethod::Ges,
         }
     }
+}
+
+/// `memory` over its passages of at most `max_tokens` tokens, with the passages' vectors.
+pub(crate) fn passage_view(
+    memory: &crate::memory::Memory,
+    max_tokens: usize,
+    embedder: &dyn crate::embed::Embedder,
+) -> Result<crate::memory::Memory, MethodError> {
+    let mut view = memory.passage_view(max_tokens);
+    crate::embed::index_segments(&mut view, embedder)?;
+    Ok(view)
 }

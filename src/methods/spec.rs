@@ -220,7 +220,9 @@ pub enum MethodError {
     },
 }
 
-/// A prepared memory: QRMeM's (or the baselines' segments-only) memory, or a summary tree.
+/// A prepared memory, one variant per file format: a QRMeM memory (the graph, the
+/// co-occurrence memory, the ablations' graphs, or the baselines' segments only), a summary
+/// tree, a knowledge tree (or MemWalker tree), or a GARLIC graph.
 #[derive(Clone, Debug)]
 pub enum Prepared {
     Graph(Box<Memory>),
@@ -453,8 +455,9 @@ pub fn load_prepared(kind: MemoryKind, path: &std::path::Path) -> Result<Prepare
     }
 }
 
-/// What [`prepare`] needs besides the document.
-pub struct PrepareCtx<'a> {
+/// What every command prepares memories and answers questions with: the LLM service, the
+/// prompts, the embedder and the configuration (`qrmem ask`, `eval`, `batch` and `build` alike).
+pub struct Runtime<'a> {
     pub llm: &'a Service,
     pub prompts: &'a Prompts,
     pub embedder: &'a dyn Embedder,
@@ -462,7 +465,7 @@ pub struct PrepareCtx<'a> {
 }
 
 /// An empty summary tree with the configuration's segment length as its leaf length.
-pub(super) fn new_summary_tree(ctx: &PrepareCtx<'_>) -> SummaryTree {
+pub(super) fn new_summary_tree(ctx: &Runtime<'_>) -> SummaryTree {
     SummaryTree::new(
         TreeParams {
             leaf_tokens: MemoryKind::SummaryTree.params(ctx.config).segment_tokens,
@@ -475,7 +478,7 @@ pub(super) fn new_summary_tree(ctx: &PrepareCtx<'_>) -> SummaryTree {
 /// Appends `document` to `tree` (only the new right spine is summarised); returns the number
 /// of summaries written.
 pub(super) async fn append_to_tree(
-    ctx: &PrepareCtx<'_>,
+    ctx: &Runtime<'_>,
     tree: &mut SummaryTree,
     document: &str,
     name: &str,
@@ -513,7 +516,7 @@ impl Default for Tuning {
 /// segments for the baselines, the built and embedded graph for the navigators.
 pub async fn prepare(
     kind: MemoryKind,
-    ctx: &PrepareCtx<'_>,
+    ctx: &Runtime<'_>,
     document: &str,
     question: Option<&str>,
     name: &str,
@@ -534,7 +537,7 @@ pub async fn prepare(
 /// [`prepare`] with the settings of `tuning`.
 pub async fn prepare_with(
     kind: MemoryKind,
-    ctx: &PrepareCtx<'_>,
+    ctx: &Runtime<'_>,
     document: &str,
     question: Option<&str>,
     name: &str,
@@ -657,6 +660,15 @@ mod tests {
             "kn-cooccurrence-bridge-final-s-mix",
             "te-bridge",
             "kn-no-reflection-cooccurrence",
+            "kn-no-reflection-bridge-final-s-mix",
+            "kn-passages400",
+            "ges-passages400",
+            "te-passages400",
+            "kn-cooccurrence-passages400",
+            "kn-final-s-mix-passages400",
+            "kn-passages400-sentences200-check44",
+            "bm25-passages400",
+            "contriever-passages1200",
             "bm25-top3",
             "contriever-top1",
             "vanilla-left",
@@ -684,7 +696,11 @@ mod tests {
             "no-graph-update-cooccurrence",
             "ges-bridge",
             "no-open-entity-bridge",
-            "kn-no-reflection-bridge-final-s-mix",
+            "kn-passages0",
+            "kn-sentences100-passages400",
+            "bm25-passages0",
+            "bm25-passages04",
+            "contriever-passages",
             "bm25-top3-cooccurrence",
             "bm25-top0",
             "vanilla-middle2",

@@ -5,6 +5,7 @@ mod bm25;
 pub mod excerpt;
 mod rouge;
 mod segment;
+pub mod passages;
 pub mod sentences;
 pub mod span;
 mod tokens;

@@ -39,7 +39,7 @@ pub struct Sentences {
 
 /// The passage headers of `document`: (header range, title), each `Passage i:\n{title}\n` at
 /// the start of the document or of a line.
-fn headers(document: &str) -> Vec<(Span, &str)> {
+pub(crate) fn headers(document: &str) -> Vec<(Span, &str)> {
     let mut out = Vec::new();
     let mut line_start = 0;
     while line_start < document.len() {

@@ -17,7 +17,7 @@ const GENERIC_MIN_SEGMENTS: usize = 5;
 /// the text). A mention of several words matches in any case; a one-word mention only as
 /// written ("Bern" is not "bern", "Art" is not "art"), since a lone word in another case is
 /// most often another word.
-pub(super) fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segment]) {
+pub(crate) fn link_segments(graph: &mut StableDiGraph<Entity, Relation>, segments: &[Segment]) {
     let mut patterns: Vec<String> = Vec::new();
     let mut owner: Vec<NodeIndex> = Vec::new();
     for n in graph.node_indices() {

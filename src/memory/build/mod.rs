@@ -20,6 +20,7 @@ mod extract;
 mod links;
 
 pub use cooccurrence::build_cooccurrence;
+pub(crate) use links::link_segments;
 pub use links::is_generic;
 mod resolve;
 mod summary;
@@ -44,7 +45,7 @@ use crate::config::Config;
 use crate::llm::{JsonSchema, Message, Service};
 use crate::prompts::{PromptError, Prompts};
 use crate::text::{segment, QuestionPool, Segment};
-use links::{link_segments, mark_generic};
+use links::mark_generic;
 
 #[derive(Debug, Error)]
 pub enum BuildError {

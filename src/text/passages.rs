@@ -1,0 +1,177 @@
+//! Passages: the document's own paragraphs, the unit of retrieval and of answer context beside
+//! the 600-token segments that extraction reads (issue 66).
+//!
+//! A passage is a LongBench `Passage i:\n{title}\n{text}` block (its header, its body and the
+//! separator after it) where the document has such headers, else a paragraph ending at a blank
+//! line. A passage over the cap is split at sentences into pieces within it (the first piece
+//! keeps the header); a paragraph too short to stand alone (a heading) joins the next one; a
+//! document without blank lines becomes sentence-packed units of at most the cap.
+//!
+//! Invariant: passages cover the document exactly, in order (`concat == document`, each
+//! `text == document[start..end]`), like segments; every passage is within the cap unless a
+//! single word exceeds it.
+
+use super::count_tokens;
+use super::segment::{segment, Segment};
+use super::sentences::headers;
+
+/// The default cap of a passage, in cl100k tokens: a LongBench passage is 100-150 tokens, and a
+/// Wikipedia paragraph rarely exceeds this.
+pub const DEFAULT_PASSAGE_TOKENS: usize = 300;
+
+/// A paragraph of fewer tokens than this (outside LongBench headers) joins the next one.
+const MIN_PARAGRAPH_TOKENS: usize = 12;
+
+/// The passages of `document`, each at most `max_tokens` tokens (see the module docs).
+pub fn passages(document: &str, max_tokens: usize) -> Vec<Segment> {
+    let max_tokens = max_tokens.max(1);
+    let heads = headers(document);
+    // Paragraph starts: each header; before the first header (or with none), blank lines.
+    let first_header = heads.first().map_or(document.len(), |(h, _)| h.0);
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend(blank_line_starts(&document[..first_header]));
+    starts.extend(heads.iter().map(|(h, _)| h.0));
+    starts.sort_unstable();
+    starts.dedup();
+    let mut ranges: Vec<(usize, usize)> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (s, starts.get(i + 1).copied().unwrap_or(document.len())))
+        .filter(|(s, e)| s < e)
+        .collect();
+    // Outside the headers, a paragraph too short to stand alone joins the next.
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    let mut carry: Option<usize> = None;
+    for (s, e) in ranges.drain(..) {
+        let start = carry.take().unwrap_or(s);
+        let short = e <= first_header && count_tokens(document[s..e].trim()) < MIN_PARAGRAPH_TOKENS;
+        if short && e < first_header {
+            carry = Some(start);
+        } else {
+            merged.push((start, e));
+        }
+    }
+    if let Some(start) = carry {
+        match merged.last_mut() {
+            Some(last) => last.1 = last.1.max(document.len()),
+            None => merged.push((start, document.len())),
+        }
+    }
+    let mut out: Vec<Segment> = Vec::new();
+    for (s, e) in merged {
+        let text = &document[s..e];
+        let tokens = count_tokens(text);
+        if tokens <= max_tokens {
+            push(&mut out, s, e, text, tokens);
+        } else {
+            for piece in segment(text, max_tokens) {
+                push(
+                    &mut out,
+                    s + piece.start,
+                    s + piece.end,
+                    &piece.text,
+                    piece.tokens,
+                );
+            }
+        }
+    }
+    out
+}
+
+fn push(out: &mut Vec<Segment>, start: usize, end: usize, text: &str, tokens: usize) {
+    out.push(Segment {
+        index: out.len(),
+        start,
+        end,
+        text: text.to_string(),
+        tokens,
+    });
+}
+
+/// The offsets where a paragraph begins after a blank line (a line break, optional spaces, a
+/// line break, and any whitespace after) in `text`.
+fn blank_line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\n' {
+            let mut j = i + 1;
+            while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t' || bytes[j] == b'\r') {
+                j += 1;
+            }
+            if j < bytes.len() && bytes[j] == b'\n' {
+                // A blank line: the paragraph starts after all the whitespace that follows.
+                while j < bytes.len() && (bytes[j] as char).is_ascii_whitespace() {
+                    j += 1;
+                }
+                if j < bytes.len() {
+                    out.push(j);
+                }
+                i = j;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covers(doc: &str, ps: &[Segment]) {
+        assert_eq!(ps.iter().map(|p| p.text.as_str()).collect::<String>(), doc);
+        for (i, p) in ps.iter().enumerate() {
+            assert_eq!(p.index, i);
+            assert_eq!(&doc[p.start..p.end], p.text);
+            assert_eq!(p.tokens, count_tokens(&p.text));
+        }
+    }
+
+    #[test]
+    fn longbench_passages_are_units_with_their_headers() {
+        let doc = "Passage 1:\nAlpha\nAlpha is a town. It lies in Texas.\n\nPassage 2:\nBeta (film)\nBeta is a film. It stars Ann.\n\nPassage 3:\nGamma\nGamma won.";
+        let ps = passages(doc, 300);
+        covers(doc, &ps);
+        assert_eq!(ps.len(), 3);
+        assert!(ps[1].text.starts_with("Passage 2:\nBeta (film)\n"));
+        assert!(ps[1].text.trim_end().ends_with("It stars Ann."));
+    }
+
+    #[test]
+    fn a_passage_over_the_cap_is_split_at_sentences() {
+        let body: String = (0..40).map(|i| format!("Sentence number {i} is here. ")).collect();
+        let doc = format!("Passage 1:\nLong\n{body}\n\nPassage 2:\nShort\nA short one.");
+        let ps = passages(&doc, 60);
+        covers(&doc, &ps);
+        assert!(ps.len() > 3, "{}", ps.len());
+        assert!(ps.iter().all(|p| p.tokens <= 60));
+        assert!(ps[0].text.starts_with("Passage 1:\nLong\n"));
+        // Pieces end at sentence boundaries.
+        assert!(ps[0].text.trim_end().ends_with('.'));
+        assert!(ps.last().unwrap().text.starts_with("Passage 2:"));
+    }
+
+    #[test]
+    fn paragraphs_by_blank_lines_and_headings_join_the_next() {
+        let doc = "Chapter 1\n\nThe first paragraph has a few sentences in it, long enough to stand alone here.\n\n  \nThe second paragraph is also long enough to be a passage of its own, surely.";
+        let ps = passages(doc, 300);
+        covers(doc, &ps);
+        assert_eq!(ps.len(), 2, "{ps:?}");
+        assert!(ps[0].text.starts_with("Chapter 1\n\nThe first"));
+        assert!(ps[1].text.starts_with("The second"));
+    }
+
+    #[test]
+    fn a_document_without_paragraphs_is_sentence_packed() {
+        let doc: String = (0..50).map(|i| format!("Fact {i} holds in this text. ")).collect();
+        let ps = passages(&doc, 40);
+        covers(&doc, &ps);
+        assert!(ps.len() > 5);
+        assert!(ps.iter().all(|p| p.tokens <= 40));
+        assert!(passages("", 40).is_empty());
+        covers("short", &passages("short", 40));
+    }
+}
