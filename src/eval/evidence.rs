@@ -47,6 +47,13 @@ impl ContextSpans {
         recall(self.gold_spans.as_deref()?, self.answer_spans.as_deref()?)
     }
 
+    /// The answer context's precision: the share of its document bytes that lie inside the
+    /// gold supporting sentences, 0..1; None without gold evidence or answer spans, or for an
+    /// empty context.
+    pub fn answer_gold_share(&self) -> Option<f64> {
+        gold_share(self.gold_spans.as_deref()?, self.answer_spans.as_deref()?)
+    }
+
     /// Fact recall of everything read.
     pub fn read_recall(&self) -> Option<(usize, usize)> {
         recall(self.gold_spans.as_deref()?, self.read_spans.as_deref()?)
@@ -71,6 +78,28 @@ pub fn recall(gold: &[Span], shown: &[Span]) -> Option<(usize, usize)> {
     let shown = span::merge(shown.to_vec());
     let hits = gold.iter().filter(|&&g| span::covered(g, &shown)).count();
     Some((hits, gold.len()))
+}
+
+/// The share of the bytes of `shown` that lie inside `gold` (both lists of byte ranges);
+/// None when there is no gold evidence or nothing was shown.
+pub fn gold_share(gold: &[Span], shown: &[Span]) -> Option<f64> {
+    if gold.is_empty() {
+        return None;
+    }
+    let shown = span::merge(shown.to_vec());
+    let gold = span::merge(gold.to_vec());
+    let total: usize = shown.iter().map(|s| s.1.saturating_sub(s.0)).sum();
+    if total == 0 {
+        return None;
+    }
+    let inside: usize = shown
+        .iter()
+        .flat_map(|s| {
+            gold.iter()
+                .map(move |g| s.1.min(g.1).saturating_sub(s.0.max(g.0)))
+        })
+        .sum();
+    Some(inside as f64 / total as f64)
 }
 
 /// cl100k tokens of the text of `spans` in `document` (spans off the document count 0).
@@ -112,6 +141,17 @@ mod tests {
         assert_eq!(recall(&gold, &[]), Some((0, 3)));
         // No gold evidence: n/a, never 0.
         assert_eq!(recall(&[], &[(0, 100)]), None);
+    }
+
+    #[test]
+    fn gold_share_is_the_gold_part_of_the_bytes_shown() {
+        let gold = vec![(10, 20), (30, 40)];
+        assert_eq!(gold_share(&gold, &[(10, 20)]), Some(1.0));
+        assert_eq!(gold_share(&gold, &[(0, 40)]), Some(0.5));
+        assert_eq!(gold_share(&gold, &[(15, 35), (0, 5)]), Some(10.0 / 25.0));
+        assert_eq!(gold_share(&gold, &[(50, 60)]), Some(0.0));
+        assert_eq!(gold_share(&gold, &[]), None);
+        assert_eq!(gold_share(&[], &[(0, 10)]), None);
     }
 
     #[test]

@@ -214,6 +214,126 @@ pub fn cost_quality_png(
     Ok(drawn)
 }
 
+/// One method of a report as the budget figure draws it: its budget family (the name with its
+/// number as N, e.g. `bm25-passagesN`), its answer-context tokens per question, its score and
+/// its fact recall.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetPoint {
+    pub family: String,
+    pub method: String,
+    pub tokens: f64,
+    pub score: f64,
+    pub recall: f64,
+}
+
+/// The family and budget of a method name that carries a context budget: the number after
+/// `-passages`, `-sentences` or `-top` (`bm25-passages400` -> (`bm25-passagesN`, 400)).
+pub fn budget_family(method: &str) -> Option<(String, usize)> {
+    for marker in ["-passages", "-sentences", "-top"] {
+        let Some(at) = method.rfind(marker) else {
+            continue;
+        };
+        let digits: String = method[at + marker.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        let Ok(n) = digits.parse::<usize>() else {
+            continue;
+        };
+        let rest = &method[at + marker.len() + digits.len()..];
+        return Some((format!("{}{marker}N{rest}", &method[..at]), n));
+    }
+    None
+}
+
+/// The budget figure (issue 66): `metric` (left) and answer-context fact recall (right) against
+/// the answer context's tokens per question (log axis), one line per budget family through its
+/// budgets, each family's name next to its rightmost point. Returns the families drawn.
+pub fn budget_png(
+    path: &Path,
+    title: &str,
+    metric: &str,
+    points: &[BudgetPoint],
+) -> Result<usize, String> {
+    ensure_font()?;
+    let e = |x: &dyn std::fmt::Display| format!("drawing {}: {x}", path.display());
+    let mut families: BTreeMap<&str, Vec<&BudgetPoint>> = BTreeMap::new();
+    for p in points {
+        families.entry(p.family.as_str()).or_default().push(p);
+    }
+    for v in families.values_mut() {
+        v.sort_by(|a, b| a.tokens.total_cmp(&b.tokens));
+    }
+    let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let root = root.titled(title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+    let (a, b) = root.split_horizontally(600);
+    let lo = points
+        .iter()
+        .map(|p| p.tokens.max(1.0))
+        .fold(f64::INFINITY, f64::min);
+    let hi = points.iter().map(|p| p.tokens.max(1.0)).fold(1.0, f64::max);
+    let (lo, hi) = ((lo.max(1.0) / 1.4).log10(), (hi * 2.2).log10());
+    for (k, area) in [a, b].iter().enumerate() {
+        let value = |p: &BudgetPoint| if k == 0 { p.score } else { p.recall };
+        let label = if k == 0 {
+            metric
+        } else {
+            "answer-context fact recall %"
+        };
+        let top = points.iter().map(value).fold(10.0f64, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(54)
+            .build_cartesian_2d(lo..hi, 0.0..(top * 1.12).min(105.0))
+            .map_err(|x| e(&x))?;
+        chart
+            .configure_mesh()
+            .x_desc("answer-context tokens per question")
+            .y_desc(label)
+            .x_labels(8)
+            .light_line_style(WHITE.mix(0.0))
+            .x_label_formatter(&|x| {
+                let t = 10f64.powf(*x);
+                if t >= 1000.0 {
+                    format!("{:.1}k", t / 1000.0)
+                } else {
+                    format!("{t:.0}")
+                }
+            })
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, (family, pts)) in families.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let data: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|p| (p.tokens.max(1.0).log10(), value(p)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
+                .map_err(|x| e(&x))?;
+            chart
+                .draw_series(data.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(|x| e(&x))?;
+            if let Some(&last) = data.last() {
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at(last)
+                            + Text::new(
+                                family.to_string(),
+                                (7, -6),
+                                ("sans-serif", 12).into_font().color(&color),
+                            ),
+                    ))
+                    .map_err(|x| e(&x))?;
+            }
+        }
+    }
+    root.present().map_err(|x| e(&x))?;
+    Ok(families.len())
+}
+
 /// One method across the compared runs: its value in each run (None: not in that run).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSeries {
@@ -383,6 +503,43 @@ mod tests {
             assert!(pixels_of(&path, super::PALETTE[i]) > 20, "method {i}");
         }
         assert_eq!(pixels_of(&path, super::PALETTE[4]), 0);
+    }
+
+    #[test]
+    fn budget_families_and_the_budget_figure() {
+        assert_eq!(
+            super::budget_family("bm25-passages400"),
+            Some(("bm25-passagesN".to_string(), 400))
+        );
+        assert_eq!(
+            super::budget_family("kn-passages400-check44"),
+            Some(("kn-passagesN-check44".to_string(), 400))
+        );
+        assert_eq!(
+            super::budget_family("bm25-top3"),
+            Some(("bm25-topN".to_string(), 3))
+        );
+        assert_eq!(super::budget_family("gold-passages"), None);
+        assert_eq!(super::budget_family("kn"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.png");
+        let point = |method: &str, tokens: f64, score: f64, recall: f64| super::BudgetPoint {
+            family: super::budget_family(method).unwrap().0,
+            method: method.into(),
+            tokens,
+            score,
+            recall,
+        };
+        let points = vec![
+            point("bm25-passages200", 190.0, 25.0, 60.0),
+            point("bm25-passages400", 390.0, 30.0, 75.0),
+            point("bm25-passages1200", 1180.0, 28.0, 94.0),
+            point("kn-passages400", 380.0, 33.0, 85.0),
+        ];
+        assert_eq!(super::budget_png(&path, "t", "F1", &points).unwrap(), 2);
+        assert!(pixels_of(&path, super::PALETTE[0]) > 20);
+        assert!(pixels_of(&path, super::PALETTE[1]) > 20);
+        assert_eq!(pixels_of(&path, super::PALETTE[2]), 0);
     }
 
     #[test]

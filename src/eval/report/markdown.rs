@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::comparisons::Paired;
 use super::rows::{EvidenceCols, EVIDENCE_COLUMNS};
-use super::{Report, COST_QUALITY_PNG};
+use super::{Report, BUDGET_PNG, COST_QUALITY_PNG};
 use crate::eval::paired::{self, Interval};
 
 /// The "max trials" and score cells of a row: accuracy alone for multiple choice, else EM | F1.
@@ -233,7 +233,9 @@ impl Report {
                 "Fact recall: the share of an item's gold supporting sentences lying wholly inside \
                  the document text the final answer prompt showed (mean over questions); all \
                  facts: the questions whose every supporting sentence was shown; \"read\" counts \
-                 every prompt of the question. Summaries are not document text and count for \
+                 every prompt of the question; gold share of context: the share of the answer \
+                 context's document text (bytes) inside the gold supporting sentences, its \
+                 precision (mean over questions). Summaries are not document text and count for \
                  nothing. n/a: the dataset has no gold evidence, or the rows did not record what \
                  their answer prompt showed.\n"
             );
@@ -246,6 +248,16 @@ impl Report {
             for r in &self.methods {
                 let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
                 let _ = writeln!(s, "| {} | {} | {} |", r.method, trials, r.evidence.cells());
+            }
+            if !self.budget_points().is_empty() {
+                let metric = &self.metric;
+                let _ = writeln!(
+                    s,
+                    "\n![{metric} and fact recall against the answer context's tokens, one line per method family]({BUDGET_PNG})\n\n\
+                     [{BUDGET_PNG}]({BUDGET_PNG}): each method family with two or more context \
+                     budgets in its name (bm25-passagesN, bm25-topK, ...): {metric} (left) and fact \
+                     recall (right) against the answer context's mean tokens per question."
+                );
             }
         }
     }

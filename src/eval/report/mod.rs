@@ -29,6 +29,8 @@ use rows::{build_rows, cached_share, first_builds, mean, QuestionMeans};
 
 /// The cost-quality figure's file, next to report.md.
 pub const COST_QUALITY_PNG: &str = "cost-quality.png";
+/// The budget figure beside `report.md`: score and fact recall against the answer context.
+pub const BUDGET_PNG: &str = "budget.png";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -207,8 +209,39 @@ impl Report {
             .collect()
     }
 
-    /// Writes report.md, report.json, the cost-quality figure and (with a sweep) trials.png
-    /// into `dir`.
+    /// The budget figure's points: the rows whose method name carries a context budget
+    /// (`plot::budget_family`) and that measured fact recall and answer-context tokens, in
+    /// families with at least two budgets.
+    pub fn budget_points(&self) -> Vec<super::plot::BudgetPoint> {
+        let mut points: Vec<super::plot::BudgetPoint> = self
+            .methods
+            .iter()
+            .filter(|r| r.questions > 0)
+            .filter_map(|r| {
+                let (family, _) = super::plot::budget_family(&r.method)?;
+                Some(super::plot::BudgetPoint {
+                    family,
+                    method: r.method.clone(),
+                    tokens: r.evidence.answer_context_tokens?,
+                    score: r.f1,
+                    recall: 100.0 * r.evidence.answer.as_ref()?.fact_recall,
+                })
+            })
+            .collect();
+        let count = |f: &str, pts: &[super::plot::BudgetPoint]| {
+            pts.iter().filter(|p| p.family == f).count()
+        };
+        let keep: Vec<bool> = points
+            .iter()
+            .map(|p| count(&p.family, &points) > 1)
+            .collect();
+        let mut k = keep.iter();
+        points.retain(|_| *k.next().unwrap_or(&false));
+        points
+    }
+
+    /// Writes report.md, report.json, the cost-quality figure, the budget figure (with two
+    /// budgets of one method family) and (with a sweep) trials.png into `dir`.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::write(dir.join("report.md"), self.to_markdown())?;
         let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
@@ -223,6 +256,15 @@ impl Report {
                 &points,
             )
             .map_err(std::io::Error::other)?;
+        }
+        let budget = self.budget_points();
+        if !budget.is_empty() {
+            let title = format!(
+                "{}: {} questions, {}: score and fact recall against the answer context",
+                self.dataset, self.items, self.model
+            );
+            super::plot::budget_png(&dir.join(BUDGET_PNG), &title, &self.metric, &budget)
+                .map_err(std::io::Error::other)?;
         }
         let sweep = self.sweep();
         if !sweep.is_empty() {

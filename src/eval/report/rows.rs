@@ -123,6 +123,10 @@ pub struct EvidenceCols {
     pub read: Option<EvidenceCell>,
     /// Mean cl100k tokens of document text in the final answer prompt.
     pub answer_context_tokens: Option<f64>,
+    /// Mean share of the answer context's document bytes inside the gold supporting sentences,
+    /// 0..1 (its precision; absent from reports written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_share: Option<f64>,
 }
 
 impl EvidenceCols {
@@ -142,10 +146,18 @@ impl EvidenceCols {
             answer: cell(&ContextSpans::answer_recall),
             read: cell(&ContextSpans::read_recall),
             answer_context_tokens: (!tokens.is_empty()).then(|| mean(tokens.into_iter())),
+            gold_share: {
+                let shares: Vec<f64> = spans
+                    .iter()
+                    .filter_map(|s| s.answer_gold_share())
+                    .collect();
+                (!shares.is_empty()).then(|| mean(shares.into_iter()))
+            },
         }
     }
 
-    /// The "fact recall % | all facts | read recall % | read all facts | answer ctx tok/q" cells.
+    /// The "fact recall % | all facts | read recall % | read all facts | answer ctx tok/q |
+    /// gold share %" cells.
     pub(super) fn cells(&self) -> String {
         let cell = |c: &Option<EvidenceCell>| match c {
             Some(c) => format!(
@@ -157,22 +169,25 @@ impl EvidenceCols {
             None => "n/a | n/a".to_string(),
         };
         format!(
-            "{} | {} | {}",
+            "{} | {} | {} | {}",
             cell(&self.answer),
             cell(&self.read),
             self.answer_context_tokens
-                .map_or("n/a".to_string(), |t| format!("{t:.0}"))
+                .map_or("n/a".to_string(), |t| format!("{t:.0}")),
+            self.gold_share
+                .map_or("n/a".to_string(), |g| format!("{:.1}", 100.0 * g))
         )
     }
 }
 
 /// The columns `EvidenceCols::cells` fills.
-pub(super) const EVIDENCE_COLUMNS: [&str; 5] = [
+pub(super) const EVIDENCE_COLUMNS: [&str; 6] = [
     "fact recall %",
     "all facts",
     "read fact recall %",
     "read all facts",
     "answer-context tok/q",
+    "gold share of context %",
 ];
 
 /// Build cost per memory kind.
