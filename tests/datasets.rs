@@ -312,3 +312,145 @@ fn malformed_hotpot_leval_and_quality_files_name_file_line_and_field() {
         "{e}"
     );
 }
+
+/// 2WikiMultihopQA and MuSiQue (issue 67): the real dev samples in ../shared/data, in their own
+/// setting and LongBench-style; gold evidence is the supporting sentences (2Wiki) and the
+/// supporting paragraphs whole (MuSiQue).
+#[test]
+fn two_wiki_and_musique_dev_samples() {
+    use qrmem::eval::datasets::{load_2wiki_raw, load_musique_raw};
+    let (Some(wiki), Some(musique)) = (
+        shared("2wikimultihopqa/2wiki_dev40.json"),
+        shared("musique/musique_dev30.jsonl"),
+    ) else {
+        return;
+    };
+    let raw = load_2wiki_raw(&wiki).unwrap();
+    assert_eq!(raw.len(), 40);
+    let kinds: std::collections::BTreeSet<&str> = raw.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["bridge_comparison", "comparison", "compositional", "inference"].into()
+    );
+    let (items, notes) = qrmem::eval::items::load("2wiki", &wiki, None, 0, 0).unwrap();
+    assert!(notes.is_empty());
+    assert_eq!(items.len(), 40);
+    for (item, r) in items.iter().zip(&raw) {
+        assert_eq!(item.dataset, "2wikimqa");
+        assert_eq!(item.context.matches("\nPassage ").count() + 1, r.paragraphs.len());
+        let gold = item.gold_spans.as_ref().unwrap();
+        assert!(!gold.is_empty(), "{}", item.id);
+        // Every gold span is the text of one supporting sentence.
+        for &(a, b) in gold {
+            let text = &item.context[a..b];
+            assert!(
+                r.gold.iter().any(|&(p, k)| r.paragraphs[p].1[k.unwrap()].trim() == text),
+                "{}: {text}",
+                item.id
+            );
+        }
+    }
+    let (long, notes) =
+        qrmem::eval::items::load("2wiki-longbench-style", &wiki, None, 0, 4900).unwrap();
+    assert!(notes[0].contains("2WikiMultihopQA"), "{notes:?}");
+    assert_eq!(long[0].dataset, "2wikimqa-longbench-style");
+    for (l, item) in long.iter().zip(&items) {
+        let words = l.context.split_whitespace().count();
+        assert!((4000..7000).contains(&words), "{words} words");
+        let texts = |i: &qrmem::eval::datasets::QaItem| {
+            let mut v: Vec<String> = i
+                .gold_spans
+                .as_ref()
+                .unwrap()
+                .iter()
+                .map(|&(a, b)| i.context[a..b].to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(texts(l), texts(item), "the same gold sentences, moved");
+    }
+
+    let raw = load_musique_raw(&musique).unwrap();
+    assert_eq!(raw.len(), 30);
+    let hops = |k: &str| raw.iter().filter(|r| r.kind == k).count();
+    assert_eq!((hops("2hop"), hops("3hop"), hops("4hop")), (17, 8, 5));
+    let (long, _) =
+        qrmem::eval::items::load("musique-longbench-style", &musique, None, 0, 11200).unwrap();
+    assert_eq!(long.len(), 30);
+    for (l, r) in long.iter().zip(&raw) {
+        assert_eq!(l.dataset, "musique-longbench-style");
+        assert_eq!(l.answers[0], r.answers[0]);
+        assert!(l.answers.len() >= 1);
+        // Every supporting paragraph is gold whole, each once, even where titles repeat.
+        let gold = l.gold_spans.as_ref().unwrap();
+        assert_eq!(gold.len(), r.gold.len(), "{}", r.id);
+        for &(p, k) in &r.gold {
+            assert_eq!(k, None);
+            let text = r.paragraphs[p].1[0].trim();
+            assert!(gold.iter().any(|&(a, b)| &l.context[a..b] == text), "{}", r.id);
+        }
+        // Each item keeps all its own paragraphs, repeated titles included.
+        for (title, text) in &r.paragraphs {
+            assert!(l.context.contains(&format!("\n{title}\n{}", text[0])), "{}", r.id);
+        }
+    }
+    // The same seed gives the same contexts.
+    let (again, _) =
+        qrmem::eval::items::load("musique-longbench-style", &musique, Some(3), 0, 11200).unwrap();
+    assert_eq!(again[2].context, long[2].context);
+}
+
+/// A real item of each format with a field taken out is refused, naming the file, where the
+/// item is and the field.
+#[test]
+fn malformed_two_wiki_and_musique_items_name_file_place_and_field() {
+    use qrmem::eval::datasets::{load_2wiki_raw, load_musique_raw};
+    let (Some(wiki), Some(musique)) = (
+        shared("2wikimultihopqa/2wiki_dev40.json"),
+        shared("musique/musique_dev30.jsonl"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut items: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&wiki).unwrap()).unwrap();
+    items.truncate(3);
+    items[2].as_object_mut().unwrap().remove("question");
+    let p = dir.path().join("2wiki.json");
+    std::fs::write(&p, serde_json::to_string(&items).unwrap()).unwrap();
+    let e = load_2wiki_raw(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("2wiki.json") && e.contains("item 2") && e.contains("question"),
+        "{e}"
+    );
+
+    let lines: Vec<String> = std::fs::read_to_string(&musique)
+        .unwrap()
+        .lines()
+        .take(2)
+        .map(String::from)
+        .collect();
+    let mut second: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+    for p in second["paragraphs"].as_array_mut().unwrap() {
+        p.as_object_mut().unwrap().remove("paragraph_text");
+    }
+    let p = dir.path().join("musique.jsonl");
+    std::fs::write(&p, format!("{}\n{}\n", lines[0], second)).unwrap();
+    let e = load_musique_raw(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("musique.jsonl line 2") && e.contains("paragraph_text"),
+        "{e}"
+    );
+    // No supporting paragraph: no gold evidence to measure, refused.
+    let mut first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    for p in first["paragraphs"].as_array_mut().unwrap() {
+        p["is_supporting"] = serde_json::Value::Bool(false);
+    }
+    std::fs::write(&p, format!("{first}\n")).unwrap();
+    let e = load_musique_raw(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("musique.jsonl line 1") && e.contains("is_supporting"),
+        "{e}"
+    );
+}

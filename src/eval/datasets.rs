@@ -172,6 +172,192 @@ pub fn load_hotpot_raw(path: &Path) -> Result<Vec<HotpotRaw>, DatasetError> {
     })
 }
 
+/// A multi-hop QA item as every LongBench-style generator and distractor loader reads it:
+/// HotpotQA, 2WikiMultihopQA (HotpotQA's format) and MuSiQue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MultiHopRaw {
+    pub id: String,
+    pub question: String,
+    /// The answer and its aliases (MuSiQue), scored as LongBench scores a list of answers.
+    pub answers: Vec<String>,
+    /// (title, sentences); a MuSiQue paragraph is one sentence, its whole text.
+    pub paragraphs: Vec<(String, Vec<String>)>,
+    /// The gold evidence: (paragraph, Some(sentence)) for a supporting sentence, (paragraph,
+    /// None) for a whole supporting paragraph (MuSiQue, whose titles repeat within a question,
+    /// so a title does not identify a paragraph).
+    pub gold: Vec<(usize, Option<usize>)>,
+    /// The titles of the supporting paragraphs, in the order the dataset lists them.
+    pub supporting_titles: Vec<String>,
+    /// The question type (HotpotQA, 2Wiki) or hop count (MuSiQue: "2hop", "3hop", "4hop").
+    pub kind: String,
+}
+
+impl From<HotpotRaw> for MultiHopRaw {
+    fn from(r: HotpotRaw) -> Self {
+        let titles: Vec<&str> = r.context.iter().map(|p| p.0.as_str()).collect();
+        let gold = r
+            .supporting_facts
+            .iter()
+            .filter_map(|(t, k)| {
+                let p = titles.iter().position(|x| x == t)?;
+                Some((p, Some(usize::try_from(*k).ok()?)))
+            })
+            .collect();
+        let mut supporting_titles: Vec<String> =
+            r.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
+        supporting_titles.dedup();
+        MultiHopRaw {
+            id: r.id,
+            question: r.question,
+            answers: vec![r.answer],
+            paragraphs: r.context.into_iter().map(|p| (p.0, p.1)).collect(),
+            gold,
+            supporting_titles,
+            kind: r.kind,
+        }
+    }
+}
+
+/// The byte ranges of `gold` in a rendering whose sentence ranges are `ranges` (paragraph
+/// `p`'s in `ranges[at[p]]`), sorted and without duplicates; a sentence out of range or
+/// blank is skipped. A whole paragraph is one range from its first sentence to its last.
+pub fn gold_ranges(gold: &[(usize, Option<usize>)], at: &[usize], ranges: &[Vec<Span>]) -> Vec<Span> {
+    let mut spans: Vec<Span> = gold
+        .iter()
+        .filter_map(|&(p, k)| {
+            let own = ranges.get(*at.get(p)?)?;
+            match k {
+                Some(k) => own.get(k).copied(),
+                None => Some((own.first()?.0, own.last()?.1)),
+            }
+        })
+        .filter(|s| s.1 > s.0)
+        .collect();
+    spans.sort_unstable();
+    spans.dedup();
+    spans
+}
+
+/// 2WikiMultihopQA dev JSON (HotpotQA's format: `_id, type, question, context,
+/// supporting_facts, answer`, plus `evidences` and ids this loader does not read). A malformed
+/// item is refused naming the file, its index and the field.
+pub fn load_2wiki_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
+    let values: Vec<Value> = serde_json::from_str(&read(path)?).map_err(|e| {
+        err(
+            path,
+            Some(e.line()),
+            format!("not 2WikiMultihopQA JSON (an array of items): {e}"),
+        )
+    })?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let raw: HotpotRaw = serde_json::from_value(v)
+                .map_err(|e| err(path, None, format!("item {i}: {e}")))?;
+            if raw.context.is_empty() {
+                return Err(err(path, None, format!("item {i} ({}): field \"context\" has no paragraph", raw.id)));
+            }
+            if raw.supporting_facts.is_empty() {
+                return Err(err(path, None, format!("item {i} ({}): field \"supporting_facts\" is empty", raw.id)));
+            }
+            Ok(MultiHopRaw::from(raw))
+        })
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct MusiqueParagraph {
+    #[allow(dead_code)]
+    idx: usize,
+    title: String,
+    paragraph_text: String,
+    is_supporting: bool,
+}
+
+#[derive(Deserialize)]
+struct MusiqueLine {
+    id: String,
+    question: String,
+    answer: String,
+    #[serde(default)]
+    answer_aliases: Vec<String>,
+    paragraphs: Vec<MusiqueParagraph>,
+}
+
+/// MuSiQue-Ans jsonl (`id, paragraphs: [{idx, title, paragraph_text, is_supporting}],
+/// question, answer, answer_aliases`): each paragraph one unit of gold evidence, the answers
+/// the answer and its aliases, the kind the hop count from the id ("2hop__..."). A malformed
+/// line is refused naming the file, the line and the field.
+pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
+    jsonl(path)?
+        .into_iter()
+        .map(|(line, v)| {
+            let m: MusiqueLine = serde_json::from_value(v)
+                .map_err(|e| err(path, Some(line), format!("not a MuSiQue item: {e}")))?;
+            if m.paragraphs.is_empty() {
+                return Err(err(path, Some(line), format!("item {}: field \"paragraphs\" is empty", m.id)));
+            }
+            let gold: Vec<(usize, Option<usize>)> = m
+                .paragraphs
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.is_supporting)
+                .map(|(i, _)| (i, None))
+                .collect();
+            if gold.is_empty() {
+                return Err(err(path, Some(line), format!("item {}: no paragraph has \"is_supporting\" true", m.id)));
+            }
+            if m.answer.trim().is_empty() {
+                return Err(err(path, Some(line), format!("item {}: field \"answer\" is empty", m.id)));
+            }
+            let supporting_titles = gold
+                .iter()
+                .map(|&(i, _)| m.paragraphs[i].title.clone())
+                .collect();
+            let kind = m.id.split("__").next().unwrap_or("").to_string();
+            let mut answers = vec![m.answer];
+            answers.extend(m.answer_aliases);
+            Ok(MultiHopRaw {
+                id: m.id,
+                question: m.question,
+                answers,
+                paragraphs: m
+                    .paragraphs
+                    .into_iter()
+                    .map(|p| (p.title, vec![p.paragraph_text]))
+                    .collect(),
+                gold,
+                supporting_titles,
+                kind,
+            })
+        })
+        .collect()
+}
+
+/// Multi-hop items in their own (distractor) setting: their paragraphs rendered as passages,
+/// labelled `dataset`, with their gold evidence as byte ranges.
+pub fn multihop_items(raw: Vec<MultiHopRaw>, dataset: &str) -> Vec<QaItem> {
+    raw.into_iter()
+        .map(|r| {
+            let (context, ranges) = render_sentences(&r.paragraphs);
+            let at: Vec<usize> = (0..r.paragraphs.len()).collect();
+            let gold = gold_ranges(&r.gold, &at, &ranges);
+            QaItem {
+                id: r.id,
+                dataset: dataset.to_string(),
+                context,
+                question: r.question,
+                options: vec![],
+                answers: r.answers,
+                gold_letter: None,
+                supporting: r.supporting_titles,
+                gold_spans: Some(gold),
+            }
+        })
+        .collect()
+}
+
 /// HotpotQA distractor JSON: the 10 paragraphs rendered as passages.
 pub fn load_hotpot(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
     Ok(load_hotpot_raw(path)?

@@ -18,12 +18,12 @@ use serde::Deserialize;
 use super::datasets::QaItem;
 use super::items;
 use super::rows::{self, ResultRecord};
-use super::runner::{self, EvalCtx, EvalError, EvalOptions, RunSummary};
+use super::runner::{self, EvalError, EvalOptions, RunSummary};
+use crate::methods::Runtime;
 use super::{backfill, Report};
 use crate::answer::Window;
 use crate::config::Config;
-use crate::embed::{Embedder, TimedEmbedder};
-use crate::llm::Service;
+use crate::embed::TimedEmbedder;
 use crate::methods::MethodSpec;
 use crate::prompts::Prompts;
 
@@ -185,6 +185,10 @@ impl Plan {
                 method_order.push(s);
             }
         }
+        let words = req
+            .words
+            .or(exp.words)
+            .unwrap_or_else(|| items::default_words(&dataset));
         Ok(Plan {
             title,
             data: req.data.clone().or(exp.data),
@@ -194,7 +198,7 @@ impl Plan {
             limit: req.limit.or(exp.limit),
             skip: req.skip.or(exp.skip).unwrap_or(0),
             seed: req.seed.or(exp.seed).unwrap_or(0),
-            words: req.words.or(exp.words).unwrap_or(9000),
+            words,
             method_order,
             reference: exp
                 .reference
@@ -272,13 +276,6 @@ pub fn read_run_notes(out: &Path) -> Result<Vec<String>, EvalError> {
     Ok(Vec::new())
 }
 
-/// What [`run`] needs besides the plan.
-pub struct RunCtx<'a> {
-    pub llm: &'a Service,
-    pub prompts: &'a Prompts,
-    pub embedder: &'a dyn Embedder,
-    pub config: &'a Config,
-}
 
 /// How [`run`] runs the plan.
 #[derive(Clone, Debug, Default)]
@@ -296,7 +293,7 @@ pub struct Flags {
 /// Runs the plan's pairs into `out` (resuming what is there), printing progress and the ledger
 /// on stderr, and appends where the time went to `out/timing.jsonl`.
 pub async fn run(
-    ctx: &RunCtx<'_>,
+    ctx: &Runtime<'_>,
     plan: &Plan,
     out: &Path,
     flags: Flags,
@@ -328,7 +325,7 @@ pub async fn run(
     std::fs::write(&path, notes).map_err(|e| io(&path, e))?;
     let started = Instant::now();
     let embedder = TimedEmbedder::new(ctx.embedder);
-    let ectx = EvalCtx {
+    let ectx = Runtime {
         llm: ctx.llm,
         prompts: ctx.prompts,
         embedder: &embedder,

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::datasets::{render_sentences, supporting_spans, HotpotRaw};
+use super::datasets::{gold_ranges, render_sentences, HotpotRaw, MultiHopRaw};
 use crate::text::Span;
 
 /// The `dataset` label of generated items.
@@ -39,19 +39,36 @@ fn words_of(sentences: &[String]) -> usize {
     words(&sentences.concat())
 }
 
-/// Builds the long contexts of the first `count` items (padding drawn from all of `items`).
-/// `seed` fixes every choice; items keep their order.
+/// Builds the long contexts of the first `count` HotpotQA items (padding drawn from all of
+/// `items`). `seed` fixes every choice; items keep their order.
 pub fn generate(
     items: &[HotpotRaw],
     count: usize,
     target_words: usize,
     seed: u64,
 ) -> Vec<LongItem> {
+    let raw: Vec<MultiHopRaw> = items.iter().cloned().map(MultiHopRaw::from).collect();
+    generate_multihop(&raw, count, target_words, seed, DATASET)
+}
+
+/// Builds the long contexts of the first `count` multi-hop items, labelled `dataset`: each
+/// item's own paragraphs (all of them: MuSiQue repeats titles within a question) padded with
+/// paragraphs of the other items whose titles the context does not hold yet, to about
+/// `target_words` words, shuffled. `seed` fixes every choice; items keep their order. The
+/// padding can only draw on the file's own paragraphs (a 40-item file has 400), so a large
+/// target on a small file stops short of it (see `LongItem::length`).
+pub fn generate_multihop(
+    items: &[MultiHopRaw],
+    count: usize,
+    target_words: usize,
+    seed: u64,
+    dataset: &str,
+) -> Vec<LongItem> {
     // The pool: every paragraph of every item, tagged with its item.
     let pool: Vec<(usize, &String, &Vec<String>)> = items
         .iter()
         .enumerate()
-        .flat_map(|(i, it)| it.context.iter().map(move |p| (i, &p.0, &p.1)))
+        .flat_map(|(i, it)| it.paragraphs.iter().map(move |p| (i, &p.0, &p.1)))
         .collect();
     items
         .iter()
@@ -61,13 +78,16 @@ pub fn generate(
             let mut rng =
                 fastrand::Rng::with_seed(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let mut titles: HashSet<String> = HashSet::new();
-            let mut paragraphs: Vec<(String, Vec<String>)> = Vec::new();
-            for p in &it.context {
-                if titles.insert(p.0.clone()) {
-                    paragraphs.push((p.0.clone(), p.1.clone()));
-                }
+            // (title, sentences, the item's own paragraph index).
+            let mut paragraphs: Vec<(String, Vec<String>, Option<usize>)> = Vec::new();
+            for (k, p) in it.paragraphs.iter().enumerate() {
+                titles.insert(p.0.clone());
+                paragraphs.push((p.0.clone(), p.1.clone(), Some(k)));
             }
-            let mut total: usize = paragraphs.iter().map(|(t, x)| words(t) + words_of(x)).sum();
+            let mut total: usize = paragraphs
+                .iter()
+                .map(|(t, x, _)| words(t) + words_of(x))
+                .sum();
             let mut order: Vec<usize> = (0..pool.len()).collect();
             rng.shuffle(&mut order);
             for k in order {
@@ -79,24 +99,28 @@ pub fn generate(
                     continue;
                 }
                 total += words(title) + words_of(sentences);
-                paragraphs.push((title.clone(), sentences.clone()));
+                paragraphs.push((title.clone(), sentences.clone(), None));
             }
             rng.shuffle(&mut paragraphs);
-            let (context, ranges) = render_sentences(&paragraphs);
-            let order: Vec<&str> = paragraphs.iter().map(|p| p.0.as_str()).collect();
-            let (spans, _) = supporting_spans(&order, &ranges, &it.supporting_facts);
-            let mut supporting: Vec<String> =
-                it.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
-            supporting.dedup();
+            let mut at = vec![0usize; it.paragraphs.len()];
+            for (pos, p) in paragraphs.iter().enumerate() {
+                if let Some(k) = p.2 {
+                    at[k] = pos;
+                }
+            }
+            let rendered: Vec<(String, Vec<String>)> =
+                paragraphs.into_iter().map(|(t, x, _)| (t, x)).collect();
+            let (context, ranges) = render_sentences(&rendered);
+            let spans = gold_ranges(&it.gold, &at, &ranges);
             LongItem {
                 input: it.question.clone(),
                 context,
-                answers: vec![it.answer.clone()],
+                answers: it.answers.clone(),
                 length: total,
-                dataset: DATASET.to_string(),
+                dataset: dataset.to_string(),
                 language: "en".to_string(),
                 id: it.id.clone(),
-                supporting_titles: supporting,
+                supporting_titles: it.supporting_titles.clone(),
                 supporting_spans: spans,
             }
         })
