@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
 use crate::llm::{LedgerSnapshot, Service};
-use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, PrepareCtx};
+use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, Runtime};
 use crate::progress;
 use crate::prompts::Prompts;
 
@@ -459,7 +459,7 @@ pub async fn run(
             let nav = &nav;
             async move {
                 let build_llm = ctx.llm.scoped();
-                let pctx = PrepareCtx {
+                let pctx = Runtime {
                     llm: &build_llm,
                     prompts: ctx.prompts,
                     embedder: ctx.embedder,

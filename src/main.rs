@@ -16,9 +16,9 @@ use qrmem::batch::{BatchCtx, BatchOptions};
 use qrmem::config::{Config, ConfigSource};
 use qrmem::doctor;
 use qrmem::embed::{Embedder, Unavailable};
-use qrmem::eval::experiment::{self, Plan, Request, RunCtx};
+use qrmem::eval::experiment::{self, Plan, Request};
 use qrmem::llm::{ChatRequest, JsonSchema, LedgerSnapshot, Message, Service};
-use qrmem::methods::{self, MethodSpec, PrepareCtx, Tuning};
+use qrmem::methods::{self, MethodSpec, Runtime, Tuning};
 use qrmem::prompts::Prompts;
 
 use args::{
@@ -88,7 +88,7 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
         let prompts = Prompts::load()?;
         let svc = Service::from_config(config)?;
         let embedder = qrmem::embed::from_config(config).context("loading the embedder")?;
-        let ctx = RunCtx {
+        let ctx = Runtime {
             llm: &svc,
             prompts: &prompts,
             embedder: &embedder,
@@ -279,7 +279,7 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     let prompts = Prompts::load()?;
     let svc = Service::from_config(&config)?;
     let embedder = embedder(&config, true)?;
-    let ctx = PrepareCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: embedder.as_ref(),
@@ -390,7 +390,7 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
     } else {
         embedder(&config, false)?
     };
-    let ctx = PrepareCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: embedder.as_ref(),

@@ -11,7 +11,7 @@ use common::bow::Bow;
 use common::velden;
 use qrmem::config::Config;
 use qrmem::eval::datasets::QaItem;
-use qrmem::eval::{EvalCtx, EvalOptions, Report};
+use qrmem::eval::{Runtime, EvalOptions, Report};
 use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::methods::MethodSpec;
 use qrmem::prompts::Prompts;
@@ -120,7 +120,7 @@ async fn run_with(dir: &Path, items: &[QaItem], cache: Option<&Path>) -> usize {
     let (svc, llm) = service_with(cache);
     let prompts = Prompts::load().unwrap();
     let config = config();
-    let ctx = EvalCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -139,7 +139,7 @@ async fn run_over(
 ) -> qrmem::eval::RunSummary {
     let prompts = Prompts::load().unwrap();
     let config = config();
-    let ctx = EvalCtx {
+    let ctx = Runtime {
         llm: svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -279,7 +279,7 @@ async fn failures_are_recorded_and_retried_on_request() {
     let svc = Service::new(llm.clone(), None, policy);
     let prompts = Prompts::load().unwrap();
     let config = config();
-    let ctx = EvalCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -513,7 +513,7 @@ async fn concurrent_requests_for_one_memory_build_it_once() {
     let svc = Service::new(llm.clone(), None, velden::policy());
     let prompts = Prompts::load().unwrap();
     let config = config();
-    let ctx = qrmem::methods::PrepareCtx {
+    let ctx = qrmem::methods::Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -684,7 +684,7 @@ async fn a_reading_run_finds_a_graph_built_with_another_extraction_reply() {
         let items = &items[..1];
         let dir = dir.path().to_path_buf();
         async move {
-            let ctx = EvalCtx {
+            let ctx = Runtime {
                 llm: &svc,
                 prompts,
                 embedder: &Bow,
@@ -739,7 +739,7 @@ async fn a_reading_run_finds_a_graph_built_with_another_extraction_reply() {
         None,
     );
     let svc = big;
-    let ctx = EvalCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,

@@ -332,7 +332,7 @@ async fn each_segment_gets_one_joint_call_as_a_conversation() {
 fn a_memory_built_with_other_prompts_lives_in_another_file() {
     use qrmem::config::Config;
     use qrmem::llm::{ScriptedLlm, Service};
-    use qrmem::methods::{MemoryDir, MemoryKind, PrepareCtx};
+    use qrmem::methods::{MemoryDir, MemoryKind, Runtime};
     use qrmem::prompts::{PromptId, Prompts};
     use std::sync::Arc;
 
@@ -360,7 +360,7 @@ fn a_memory_built_with_other_prompts_lives_in_another_file() {
         p
     };
     let path = |prompts: &Prompts, kind: MemoryKind| {
-        let ctx = PrepareCtx {
+        let ctx = Runtime {
             llm: &svc,
             prompts,
             embedder: &common::bow::Bow,

@@ -16,7 +16,7 @@ use qrmem::methods::garlic::{Garlic, GarlicParams};
 use qrmem::methods::knowledge_tree::{KnowledgeTree, KtParams, Variant};
 use qrmem::methods::summary_tree::{SummaryTree, TreeParams};
 use qrmem::methods::{
-    self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, PrepareCtx, Prepared, Source,
+    self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, Runtime, Prepared, Source,
     Tuning,
 };
 use qrmem::prompts::Prompts;
@@ -269,7 +269,7 @@ async fn ask_opens_a_saved_memory_and_answers_with_the_method_its_kind_or_the_fl
     config.navigate.method = qrmem::config::NavMethod::Ges;
     let (llm, seen) = recording();
     let svc = Service::new(llm, None, policy());
-    let ctx = PrepareCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,

@@ -17,4 +17,5 @@ pub mod runner;
 
 pub use report::Report;
 pub use rows::{BuildRecord, ResultRecord, RowCost};
-pub use runner::{run, EvalCtx, EvalError, EvalOptions, RunSummary};
+pub use crate::methods::Runtime;
+pub use runner::{run, EvalError, EvalOptions, RunSummary};

@@ -21,15 +21,12 @@ use super::evidence::ContextSpans;
 use super::metrics;
 use super::rows::{doc_key, trace_stem, BuildRecord, ResultRecord, RowCost};
 use crate::answer::{Trace, Window};
-use crate::config::Config;
-use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
-use crate::llm::{LedgerSnapshot, Service};
+use crate::llm::LedgerSnapshot;
 use crate::methods::{
-    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, PrepareCtx, Prepared,
+    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Runtime, Prepared,
 };
 use crate::progress::{self, eta_text};
-use crate::prompts::Prompts;
 use crate::text::count_tokens;
 
 #[derive(Debug, Error)]
@@ -69,12 +66,6 @@ pub struct EvalOptions {
     pub memories_built_by: Option<String>,
 }
 
-pub struct EvalCtx<'a> {
-    pub llm: &'a Service,
-    pub prompts: &'a Prompts,
-    pub embedder: &'a dyn Embedder,
-    pub config: &'a Config,
-}
 
 /// What a run did.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -135,7 +126,7 @@ fn pairs(opts: &EvalOptions, default_trials: usize) -> Vec<Pair> {
 
 /// Runs `items` x the methods of `opts` into `dir`.
 pub async fn run(
-    ctx: &EvalCtx<'_>,
+    ctx: &Runtime<'_>,
     items: &[QaItem],
     dir: &Path,
     opts: &EvalOptions,
@@ -241,7 +232,7 @@ pub async fn run(
                 let mut unbuilt: BTreeSet<MemoryKind> = BTreeSet::new();
                 for kind in kinds {
                     let llm = ctx.llm.scoped();
-                    let pctx = PrepareCtx {
+                    let pctx = Runtime {
                         llm: &llm,
                         prompts: ctx.prompts,
                         embedder: ctx.embedder,

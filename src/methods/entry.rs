@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::method::{answer as run, MethodSpec};
 use super::spec::{
     append_to_tree, new_summary_tree, open, prepare_with, save, MemoryKind, MethodError,
-    PrepareCtx, Prepared, Tuning,
+    Runtime, Prepared, Tuning,
 };
 use super::Ctx;
 use crate::answer::{Trace, Window};
@@ -99,7 +99,7 @@ fn method_of(req: &AskRequest, default: &str) -> Result<MethodSpec, MethodError>
 /// Answers one question: opens or prepares the memory, then runs the method over it.
 /// `progress` shows a graph build's steps.
 pub async fn ask(
-    ctx: &PrepareCtx<'_>,
+    ctx: &Runtime<'_>,
     req: &AskRequest,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<AskOutcome, MethodError> {
@@ -166,7 +166,7 @@ pub struct BuildRequest {
 /// Builds (or, `append`, extends) the memory of `req` and saves it; returns the memory and a
 /// description of it for the user.
 pub async fn build(
-    ctx: &PrepareCtx<'_>,
+    ctx: &Runtime<'_>,
     req: &BuildRequest,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<(Prepared, String), MethodError> {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::spec::{load_prepared, prepare, MemoryKind, MethodError, PrepareCtx, Prepared};
+use super::spec::{load_prepared, prepare, MemoryKind, MethodError, Runtime, Prepared};
 use crate::memory::BuildParams;
 
 /// Where a memory came from.
@@ -56,7 +56,7 @@ impl MemoryDir {
     pub fn path_for(
         &self,
         kind: MemoryKind,
-        ctx: &PrepareCtx<'_>,
+        ctx: &Runtime<'_>,
         document: &str,
         question: Option<&str>,
     ) -> PathBuf {
@@ -68,7 +68,7 @@ impl MemoryDir {
         &self,
         kind: MemoryKind,
         params: &BuildParams,
-        ctx: &PrepareCtx<'_>,
+        ctx: &Runtime<'_>,
         document: &str,
         question: Option<&str>,
     ) -> PathBuf {
@@ -108,7 +108,7 @@ impl MemoryDir {
     pub async fn get_or_prepare(
         &self,
         kind: MemoryKind,
-        ctx: &PrepareCtx<'_>,
+        ctx: &Runtime<'_>,
         document: &str,
         question: Option<&str>,
         name: &str,
@@ -167,7 +167,7 @@ impl MemoryDir {
     fn other_extraction(
         &self,
         kind: MemoryKind,
-        ctx: &PrepareCtx<'_>,
+        ctx: &Runtime<'_>,
         document: &str,
         question: Option<&str>,
     ) -> Option<Prepared> {
