@@ -330,21 +330,32 @@ fn two_wiki_and_musique_dev_samples() {
     let kinds: std::collections::BTreeSet<&str> = raw.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(
         kinds,
-        ["bridge_comparison", "comparison", "compositional", "inference"].into()
+        [
+            "bridge_comparison",
+            "comparison",
+            "compositional",
+            "inference"
+        ]
+        .into()
     );
     let (items, notes) = qrmem::eval::items::load("2wiki", &wiki, None, 0, 0).unwrap();
     assert!(notes.is_empty());
     assert_eq!(items.len(), 40);
     for (item, r) in items.iter().zip(&raw) {
         assert_eq!(item.dataset, "2wikimqa");
-        assert_eq!(item.context.matches("\nPassage ").count() + 1, r.paragraphs.len());
+        assert_eq!(
+            item.context.matches("\nPassage ").count() + 1,
+            r.paragraphs.len()
+        );
         let gold = item.gold_spans.as_ref().unwrap();
         assert!(!gold.is_empty(), "{}", item.id);
         // Every gold span is the text of one supporting sentence.
         for &(a, b) in gold {
             let text = &item.context[a..b];
             assert!(
-                r.gold.iter().any(|&(p, k)| r.paragraphs[p].1[k.unwrap()].trim() == text),
+                r.gold
+                    .iter()
+                    .any(|&(p, k)| r.paragraphs[p].1[k.unwrap()].trim() == text),
                 "{}: {text}",
                 item.id
             );
@@ -388,11 +399,19 @@ fn two_wiki_and_musique_dev_samples() {
         for &(p, k) in &r.gold {
             assert_eq!(k, None);
             let text = r.paragraphs[p].1[0].trim();
-            assert!(gold.iter().any(|&(a, b)| &l.context[a..b] == text), "{}", r.id);
+            assert!(
+                gold.iter().any(|&(a, b)| &l.context[a..b] == text),
+                "{}",
+                r.id
+            );
         }
         // Each item keeps all its own paragraphs, repeated titles included.
         for (title, text) in &r.paragraphs {
-            assert!(l.context.contains(&format!("\n{title}\n{}", text[0])), "{}", r.id);
+            assert!(
+                l.context.contains(&format!("\n{title}\n{}", text[0])),
+                "{}",
+                r.id
+            );
         }
     }
     // The same seed gives the same contexts.

@@ -11,7 +11,7 @@ use common::bow::Bow;
 use common::velden;
 use qrmem::config::Config;
 use qrmem::eval::datasets::QaItem;
-use qrmem::eval::{Runtime, EvalOptions, Report};
+use qrmem::eval::{EvalOptions, Report, Runtime};
 use qrmem::llm::{ChatRequest, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::methods::MethodSpec;
 use qrmem::prompts::Prompts;

@@ -16,8 +16,7 @@ use qrmem::methods::garlic::{Garlic, GarlicParams};
 use qrmem::methods::knowledge_tree::{KnowledgeTree, KtParams, Variant};
 use qrmem::methods::summary_tree::{SummaryTree, TreeParams};
 use qrmem::methods::{
-    self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, Runtime, Prepared, Source,
-    Tuning,
+    self, AskRequest, Ctx, MemoryKind, MethodError, MethodSpec, Prepared, Runtime, Source, Tuning,
 };
 use qrmem::prompts::Prompts;
 

@@ -221,7 +221,11 @@ impl From<HotpotRaw> for MultiHopRaw {
 /// The byte ranges of `gold` in a rendering whose sentence ranges are `ranges` (paragraph
 /// `p`'s in `ranges[at[p]]`), sorted and without duplicates; a sentence out of range or
 /// blank is skipped. A whole paragraph is one range from its first sentence to its last.
-pub fn gold_ranges(gold: &[(usize, Option<usize>)], at: &[usize], ranges: &[Vec<Span>]) -> Vec<Span> {
+pub fn gold_ranges(
+    gold: &[(usize, Option<usize>)],
+    at: &[usize],
+    ranges: &[Vec<Span>],
+) -> Vec<Span> {
     let mut spans: Vec<Span> = gold
         .iter()
         .filter_map(|&(p, k)| {
@@ -253,13 +257,21 @@ pub fn load_2wiki_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            let raw: HotpotRaw = serde_json::from_value(v)
-                .map_err(|e| err(path, None, format!("item {i}: {e}")))?;
+            let raw: HotpotRaw =
+                serde_json::from_value(v).map_err(|e| err(path, None, format!("item {i}: {e}")))?;
             if raw.context.is_empty() {
-                return Err(err(path, None, format!("item {i} ({}): field \"context\" has no paragraph", raw.id)));
+                return Err(err(
+                    path,
+                    None,
+                    format!("item {i} ({}): field \"context\" has no paragraph", raw.id),
+                ));
             }
             if raw.supporting_facts.is_empty() {
-                return Err(err(path, None, format!("item {i} ({}): field \"supporting_facts\" is empty", raw.id)));
+                return Err(err(
+                    path,
+                    None,
+                    format!("item {i} ({}): field \"supporting_facts\" is empty", raw.id),
+                ));
             }
             Ok(MultiHopRaw::from(raw))
         })
@@ -296,7 +308,11 @@ pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
             let m: MusiqueLine = serde_json::from_value(v)
                 .map_err(|e| err(path, Some(line), format!("not a MuSiQue item: {e}")))?;
             if m.paragraphs.is_empty() {
-                return Err(err(path, Some(line), format!("item {}: field \"paragraphs\" is empty", m.id)));
+                return Err(err(
+                    path,
+                    Some(line),
+                    format!("item {}: field \"paragraphs\" is empty", m.id),
+                ));
             }
             let gold: Vec<(usize, Option<usize>)> = m
                 .paragraphs
@@ -306,10 +322,18 @@ pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
                 .map(|(i, _)| (i, None))
                 .collect();
             if gold.is_empty() {
-                return Err(err(path, Some(line), format!("item {}: no paragraph has \"is_supporting\" true", m.id)));
+                return Err(err(
+                    path,
+                    Some(line),
+                    format!("item {}: no paragraph has \"is_supporting\" true", m.id),
+                ));
             }
             if m.answer.trim().is_empty() {
-                return Err(err(path, Some(line), format!("item {}: field \"answer\" is empty", m.id)));
+                return Err(err(
+                    path,
+                    Some(line),
+                    format!("item {}: field \"answer\" is empty", m.id),
+                ));
             }
             let supporting_titles = gold
                 .iter()

@@ -19,12 +19,12 @@ use super::datasets::QaItem;
 use super::items;
 use super::rows::{self, ResultRecord};
 use super::runner::{self, EvalError, EvalOptions, RunSummary};
-use crate::methods::Runtime;
 use super::{backfill, Report};
 use crate::answer::Window;
 use crate::config::Config;
 use crate::embed::TimedEmbedder;
 use crate::methods::MethodSpec;
+use crate::methods::Runtime;
 use crate::prompts::Prompts;
 
 /// The paired table's reference row when the experiment names none: the strongest cheap
@@ -275,7 +275,6 @@ pub fn read_run_notes(out: &Path) -> Result<Vec<String>, EvalError> {
     }
     Ok(Vec::new())
 }
-
 
 /// How [`run`] runs the plan.
 #[derive(Clone, Debug, Default)]

@@ -24,7 +24,13 @@ pub fn default_words(dataset: &str) -> usize {
 }
 
 /// LongBench-style items of `raw` labelled `label` (the first `limit`, padded from all).
-fn long_items(raw: &[MultiHopRaw], limit: Option<usize>, words: usize, seed: u64, label: &str) -> Vec<QaItem> {
+fn long_items(
+    raw: &[MultiHopRaw],
+    limit: Option<usize>,
+    words: usize,
+    seed: u64,
+    label: &str,
+) -> Vec<QaItem> {
     let n = limit.unwrap_or(raw.len()).min(raw.len());
     longbench_style::generate_multihop(raw, n, words, seed, label)
         .into_iter()
@@ -81,9 +87,19 @@ pub fn load(
         "musique" => multihop_items(load_musique_raw(data)?, "musique"),
         "2wiki-longbench-style" | "musique-longbench-style" => {
             let (raw, label, name, unit) = if dataset == "2wiki-longbench-style" {
-                (load_2wiki_raw(data)?, "2wikimqa-longbench-style", "2WikiMultihopQA", "sentences")
+                (
+                    load_2wiki_raw(data)?,
+                    "2wikimqa-longbench-style",
+                    "2WikiMultihopQA",
+                    "sentences",
+                )
             } else {
-                (load_musique_raw(data)?, "musique-longbench-style", "MuSiQue", "paragraphs")
+                (
+                    load_musique_raw(data)?,
+                    "musique-longbench-style",
+                    "MuSiQue",
+                    "paragraphs",
+                )
             };
             let pool: usize = raw.iter().map(|r| r.paragraphs.len()).sum();
             notes.push(format!(

@@ -15,7 +15,7 @@ pub mod report;
 pub mod rows;
 pub mod runner;
 
+pub use crate::methods::Runtime;
 pub use report::Report;
 pub use rows::{BuildRecord, ResultRecord, RowCost};
-pub use crate::methods::Runtime;
 pub use runner::{run, EvalError, EvalOptions, RunSummary};

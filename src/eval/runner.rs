@@ -24,7 +24,7 @@ use crate::answer::{Trace, Window};
 use crate::journal::{Journal, JournalError};
 use crate::llm::LedgerSnapshot;
 use crate::methods::{
-    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Runtime, Prepared,
+    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Prepared, Runtime,
 };
 use crate::progress::{self, eta_text};
 use crate::text::count_tokens;
@@ -65,7 +65,6 @@ pub struct EvalOptions {
     /// answer over memories built once (issue 39's 1.5B runs over the 0.5B graphs).
     pub memories_built_by: Option<String>,
 }
-
 
 /// What a run did.
 #[derive(Clone, Debug, Default, Serialize)]

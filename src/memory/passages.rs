@@ -119,7 +119,10 @@ mod tests {
         let v = m.passage_view(300);
         assert_eq!(v.segments.len(), 3);
         assert_eq!(
-            v.segments.iter().map(|s| s.text.as_str()).collect::<String>(),
+            v.segments
+                .iter()
+                .map(|s| s.text.as_str())
+                .collect::<String>(),
             doc
         );
         assert_eq!(v.graph[ron].segments, BTreeSet::from([0]));

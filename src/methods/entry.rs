@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use super::method::{answer as run, MethodSpec};
 use super::spec::{
-    append_to_tree, new_summary_tree, open, prepare_with, save, MemoryKind, MethodError,
-    Runtime, Prepared, Tuning,
+    append_to_tree, new_summary_tree, open, prepare_with, save, MemoryKind, MethodError, Prepared,
+    Runtime, Tuning,
 };
 use super::Ctx;
 use crate::answer::{Trace, Window};

@@ -28,8 +28,8 @@ pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest,
 pub use method::{answer as run, Method, MethodSpec, Recorded};
 pub use registry::method_names;
 pub use spec::{
-    load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, Runtime,
-    Prepared, Tuning,
+    load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, Prepared, Runtime,
+    Tuning,
 };
 pub use store::{MemoryDir, Origin};
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::spec::{load_prepared, prepare, MemoryKind, MethodError, Runtime, Prepared};
+use super::spec::{load_prepared, prepare, MemoryKind, MethodError, Prepared, Runtime};
 use crate::memory::BuildParams;
 
 /// Where a memory came from.

@@ -3,9 +3,9 @@
 
 mod bm25;
 pub mod excerpt;
+pub mod passages;
 mod rouge;
 mod segment;
-pub mod passages;
 pub mod sentences;
 pub mod span;
 mod tokens;

@@ -142,7 +142,9 @@ mod tests {
 
     #[test]
     fn a_passage_over_the_cap_is_split_at_sentences() {
-        let body: String = (0..40).map(|i| format!("Sentence number {i} is here. ")).collect();
+        let body: String = (0..40)
+            .map(|i| format!("Sentence number {i} is here. "))
+            .collect();
         let doc = format!("Passage 1:\nLong\n{body}\n\nPassage 2:\nShort\nA short one.");
         let ps = passages(&doc, 60);
         covers(&doc, &ps);
@@ -166,7 +168,9 @@ mod tests {
 
     #[test]
     fn a_document_without_paragraphs_is_sentence_packed() {
-        let doc: String = (0..50).map(|i| format!("Fact {i} holds in this text. ")).collect();
+        let doc: String = (0..50)
+            .map(|i| format!("Fact {i} holds in this text. "))
+            .collect();
         let ps = passages(&doc, 40);
         covers(&doc, &ps);
         assert!(ps.len() > 5);

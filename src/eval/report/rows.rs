@@ -147,10 +147,7 @@ impl EvidenceCols {
             read: cell(&ContextSpans::read_recall),
             answer_context_tokens: (!tokens.is_empty()).then(|| mean(tokens.into_iter())),
             gold_share: {
-                let shares: Vec<f64> = spans
-                    .iter()
-                    .filter_map(|s| s.answer_gold_share())
-                    .collect();
+                let shares: Vec<f64> = spans.iter().filter_map(|s| s.answer_gold_share()).collect();
                 (!shares.is_empty()).then(|| mean(shares.into_iter()))
             },
         }

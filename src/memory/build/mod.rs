@@ -20,8 +20,8 @@ mod extract;
 mod links;
 
 pub use cooccurrence::build_cooccurrence;
-pub(crate) use links::link_segments;
 pub use links::is_generic;
+pub(crate) use links::link_segments;
 mod resolve;
 mod summary;
 mod update;
