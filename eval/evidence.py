@@ -1,7 +1,7 @@
 """What the eval scripts read from a run directory and how they count evidence, as
 src/eval/evidence.rs does (a gold sentence counts when it lies wholly inside one shown span):
 each graph memory's segment byte ranges (by question) and the run's latest row per pair for
-checks.py, misses.py and calibrate.py; one row's fact recall for held-out.py and splits.py."""
+checks.py, misses.py and calibrate.py; one row's fact recall and gold share for held-out.py and splits.py."""
 import glob
 import gzip
 import json
@@ -51,3 +51,16 @@ def fact_recall(row):
         return None
     hits = sum(shown(spans, g) for g in gold)
     return hits / len(gold), hits == len(gold)
+
+
+def gold_share(row):
+    """The share of the answer context's document bytes inside the gold spans (its precision,
+    as src/eval/evidence.rs counts it), or None without gold spans or answer spans."""
+    gold, spans = row.get("gold_spans"), row.get("answer_spans")
+    if not gold or not spans:
+        return None
+    total = sum(b - a for a, b in spans)
+    if total == 0:
+        return None
+    inside = sum(max(0, min(b, g1) - max(a, g0)) for a, b in spans for g0, g1 in gold)
+    return inside / total
