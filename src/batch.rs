@@ -17,13 +17,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::answer::Window;
-use crate::config::Config;
-use crate::embed::Embedder;
 use crate::journal::{Journal, JournalError};
-use crate::llm::{LedgerSnapshot, Service};
+use crate::llm::LedgerSnapshot;
 use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, Runtime};
 use crate::progress;
-use crate::prompts::Prompts;
 
 #[derive(Debug, Error)]
 pub enum BatchError {
@@ -167,14 +164,6 @@ pub struct BatchSummary {
     pub memories_loaded: usize,
     pub ledger: LedgerSnapshot,
     pub wall_secs: f64,
-}
-
-/// What the batch needs from the rest of the program.
-pub struct BatchCtx<'a> {
-    pub llm: &'a Service,
-    pub prompts: &'a Prompts,
-    pub embedder: &'a dyn Embedder,
-    pub config: &'a Config,
 }
 
 /// A job whose document is readable, with its still-unanswered questions.
@@ -418,7 +407,7 @@ fn read_document(path: &Path, max: u64) -> Result<String, String> {
 
 /// Runs the jobs of `input` into the journal at `output`.
 pub async fn run(
-    ctx: &BatchCtx<'_>,
+    ctx: &Runtime<'_>,
     input: &Path,
     output: &Path,
     opts: &BatchOptions,

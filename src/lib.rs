@@ -20,7 +20,7 @@ pub mod llm;
 pub mod memory;
 pub mod methods;
 pub mod navigate;
-mod progress;
+pub mod progress;
 pub mod prompts;
 pub mod text;
 pub mod view;

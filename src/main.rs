@@ -11,13 +11,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use qrmem::batch::{BatchCtx, BatchOptions};
-use qrmem::config::{Config, ConfigSource};
+use qrmem::batch::BatchOptions;
+use qrmem::config::{Config, ConfigSource, FlagOverrides};
 use qrmem::doctor;
 use qrmem::embed::{Embedder, Unavailable};
 use qrmem::eval::experiment::{self, Plan, Request};
-use qrmem::llm::{ChatRequest, JsonSchema, LedgerSnapshot, Message, Service};
+use qrmem::llm::{LedgerSnapshot, Service};
 use qrmem::methods::{self, MethodSpec, Runtime, Tuning};
 use qrmem::prompts::Prompts;
 
@@ -120,27 +119,16 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
 }
 
 fn load_config(g: &Global) -> Result<(Config, ConfigSource)> {
-    let (mut config, source) = Config::load(g.config.as_deref(), std::env::vars())?;
-    if !g.llm_base_url.is_empty() {
-        config.llm.base_urls = g.llm_base_url.clone();
-    }
-    if let Some(m) = &g.llm_model {
-        config.llm.model = m.clone();
-    }
-    if let Some(n) = g.concurrency {
-        config.llm.concurrency = n;
-    }
-    if let Some(t) = g.timeout {
-        config.llm.timeout_secs = t;
-    }
-    if g.no_cache {
-        config.cache.enabled = false;
-    }
-    if let Some(d) = &g.cache_dir {
-        config.cache.dir = d.clone();
-    }
-    config.validate(&source)?;
-    Ok((config, source))
+    let (config, source) = Config::load(g.config.as_deref(), std::env::vars())?;
+    let flags = FlagOverrides {
+        base_urls: g.llm_base_url.clone(),
+        model: g.llm_model.clone(),
+        concurrency: g.concurrency,
+        timeout_secs: g.timeout,
+        no_cache: g.no_cache,
+        cache_dir: g.cache_dir.clone(),
+    };
+    Ok((config.with_flags(&flags, &source)?, source))
 }
 
 /// The ledger and the wall time, when an LLM call was made (a command that failed before its
@@ -166,51 +154,35 @@ async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
     if prompt.trim().is_empty() {
         bail!("the prompt is empty");
     }
-    let svc = Service::from_config(config)?;
-    let mut messages = Vec::new();
-    if let Some(s) = &args.system {
-        messages.push(Message::system(s.clone()));
-    }
-    messages.push(Message::user(prompt));
-    let started = Instant::now();
-    let outcome = match &args.schema {
+    let schema: Option<serde_json::Value> = match &args.schema {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading the schema {}", path.display()))?;
-            let schema: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("the schema {} is not JSON", path.display()))?;
-            svc.chat_json::<serde_json::Value>(
-                &args.stage,
-                messages,
-                Some(JsonSchema {
-                    name: "reply".into(),
-                    schema,
-                }),
+            Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("the schema {} is not JSON", path.display()))?,
             )
-            .await
-            .map(|s| serde_json::to_string_pretty(&s.value).unwrap_or(s.reply.content))
         }
-        None => {
-            let mut sampling = svc.sampling();
-            if let Some(t) = args.temperature {
-                sampling.temperature = t;
-            }
-            if let Some(m) = args.max_tokens {
-                sampling.max_tokens = m;
-            }
-            let request = ChatRequest {
-                messages,
-                sampling,
-                schema: None,
-            };
-            svc.chat(&args.stage, &request).await.map(|r| {
-                if r.was_cut_off() {
-                    eprintln!("(the reply was cut off at max_tokens; raise --max-tokens)");
-                }
-                r.content
-            })
-        }
+        None => None,
     };
+    let svc = Service::from_config(config)?;
+    let started = Instant::now();
+    let outcome = svc
+        .chat_once(
+            &args.stage,
+            args.system.as_deref(),
+            &prompt,
+            schema,
+            args.temperature,
+            args.max_tokens,
+        )
+        .await
+        .map(|(text, cut)| {
+            if cut {
+                eprintln!("(the reply was cut off at max_tokens; raise --max-tokens)");
+            }
+            text
+        });
     let ledger = svc.ledger().snapshot();
     if let Some(path) = &args.ledger_out {
         std::fs::write(path, serde_json::to_vec_pretty(&ledger)?)
@@ -286,7 +258,7 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
         config: &config,
     };
     let started = Instant::now();
-    let outcome = methods::ask(&ctx, &request, Some(progress_bar())).await;
+    let outcome = methods::ask(&ctx, &request, Some(qrmem::progress::step_bar())).await;
     let ledger = svc.ledger().snapshot();
     let outcome = match outcome {
         Ok(o) => o,
@@ -333,7 +305,7 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
         retry_failed: args.retry_failed,
         progress: true,
     };
-    let ctx = BatchCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &embedder,
@@ -347,15 +319,6 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn progress_bar() -> ProgressBar {
-    ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    )
 }
 
 async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
@@ -397,7 +360,7 @@ async fn build(config: &Config, args: &BuildArgs) -> Result<()> {
         config: &config,
     };
     let started = Instant::now();
-    let built = methods::build(&ctx, &request, Some(progress_bar())).await;
+    let built = methods::build(&ctx, &request, Some(qrmem::progress::step_bar())).await;
     let ledger = svc.ledger().snapshot();
     match built {
         Ok((_, description)) => {
@@ -465,25 +428,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::View(args) => {
-            let (page, data) = qrmem::view::page_of_files(&args.memory, args.trace.as_deref())?;
-            std::fs::write(&args.out, page.as_bytes())
-                .with_context(|| format!("writing {}", args.out.display()))?;
-            eprintln!(
-                "wrote {} ({} nodes, {} edges, {} trace steps, {} units)",
-                args.out.display(),
-                data.nodes.len(),
-                data.edges.len(),
-                data.steps.len(),
-                data.units.len()
-            );
+            let wrote = qrmem::view::write_page(&args.memory, args.trace.as_deref(), &args.out)?;
+            eprintln!("{wrote}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Export(args) => {
-            let m = qrmem::memory::load(&args.memory)?;
-            let text = match args.format {
-                ExportFormat::Graphml => qrmem::memory::export::graphml(&m),
-                ExportFormat::Json => qrmem::memory::export::json(&m)?,
-            };
+            let graphml = matches!(args.format, ExportFormat::Graphml);
+            let text = qrmem::memory::export::of_file(&args.memory, graphml)?;
             match &args.out {
                 Some(path) => std::fs::write(path, text)
                     .with_context(|| format!("writing {}", path.display()))?,

@@ -128,3 +128,14 @@ mod tests {
         );
     }
 }
+
+/// The bar of `qrmem build` and `qrmem ask --doc`: steps of one build (a phase of one segment,
+/// a few LLM calls of like cost), so indicatif's recent-rate `{eta}` is a fair guide here.
+pub fn step_bar() -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::bow::Bow;
 use common::fault_server::{Behaviour, FaultServer};
-use qrmem::batch::{AnswerRecord, BatchCtx, BatchOptions, Status};
+use qrmem::batch::{AnswerRecord, BatchOptions, Status};
 use qrmem::config::{Config, LlmConfig, Secret};
 use qrmem::llm::{OpenAiClient, Policy, Scripted, ScriptedLlm, Service};
+use qrmem::methods::Runtime;
 use qrmem::prompts::Prompts;
 
 const ANSWER: &str = r#"{"reasoning": "The text names it.", "answer": "Lucerne"}"#;
@@ -106,7 +107,7 @@ async fn twenty_questions_under_faults_lose_and_duplicate_nothing() {
     let svc = Service::new(Arc::new(client), None, policy());
     let prompts = Prompts::load().unwrap();
     let cfg = Config::default();
-    let ctx = BatchCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -208,7 +209,7 @@ async fn bad_input_gets_one_clear_error_each_and_the_rest_completes() {
     let (svc, _llm) = scripted_ctx_parts();
     let prompts = Prompts::load().unwrap();
     let cfg = Config::default();
-    let ctx = BatchCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,
@@ -306,7 +307,7 @@ async fn a_document_is_built_once_and_an_unreadable_memory_is_rebuilt() {
     let prompts = Prompts::load().unwrap();
     let mut cfg = Config::default();
     cfg.memory.segment_tokens = 150;
-    let ctx = BatchCtx {
+    let ctx = Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &Bow,

@@ -334,6 +334,19 @@ impl Default for NavigateConfig {
     }
 }
 
+/// The settings the command line's global flags override (`--llm-base-url`, `--llm-model`,
+/// `--concurrency`, `--timeout`, `--no-cache`, `--cache-dir`): flags win over file and
+/// environment.
+#[derive(Clone, Debug, Default)]
+pub struct FlagOverrides {
+    pub base_urls: Vec<String>,
+    pub model: Option<String>,
+    pub concurrency: Option<usize>,
+    pub timeout_secs: Option<f64>,
+    pub no_cache: bool,
+    pub cache_dir: Option<PathBuf>,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -546,6 +559,35 @@ impl Config {
         );
         config.validate(source)?;
         Ok(config)
+    }
+
+    /// This configuration with the global flags applied, checked again (`source` names where
+    /// the rest came from).
+    pub fn with_flags(
+        mut self,
+        flags: &FlagOverrides,
+        source: &ConfigSource,
+    ) -> Result<Config, ConfigError> {
+        if !flags.base_urls.is_empty() {
+            self.llm.base_urls = flags.base_urls.clone();
+        }
+        if let Some(m) = &flags.model {
+            self.llm.model = m.clone();
+        }
+        if let Some(n) = flags.concurrency {
+            self.llm.concurrency = n;
+        }
+        if let Some(t) = flags.timeout_secs {
+            self.llm.timeout_secs = t;
+        }
+        if flags.no_cache {
+            self.cache.enabled = false;
+        }
+        if let Some(d) = &flags.cache_dir {
+            self.cache.dir = d.clone();
+        }
+        self.validate(source)?;
+        Ok(self)
     }
 
     /// Checks values that parse but make no sense.

@@ -234,6 +234,50 @@ impl Service {
         self.chat_json_with(stage, messages, schema, None).await
     }
 
+    /// One round trip as `qrmem chat` makes it: `prompt` (after an optional `system` turn),
+    /// parsed against `schema` with the structured-output policy when one is given (the reply
+    /// is the parsed JSON, pretty-printed), else sent with the configured sampling and the
+    /// given temperature and reply budget. Returns the reply's text and whether it was cut off
+    /// at `max_tokens`.
+    pub async fn chat_once(
+        &self,
+        stage: &str,
+        system: Option<&str>,
+        prompt: &str,
+        schema: Option<serde_json::Value>,
+        temperature: Option<f32>,
+        max_tokens: Option<u32>,
+    ) -> Result<(String, bool), LlmError> {
+        let mut messages = Vec::new();
+        if let Some(s) = system {
+            messages.push(Message::system(s.to_string()));
+        }
+        messages.push(Message::user(prompt.to_string()));
+        if let Some(schema) = schema {
+            let name = "reply".to_string();
+            let s = self
+                .chat_json::<serde_json::Value>(stage, messages, Some(JsonSchema { name, schema }))
+                .await?;
+            let text = serde_json::to_string_pretty(&s.value).unwrap_or(s.reply.content);
+            return Ok((text, false));
+        }
+        let mut sampling = self.sampling();
+        if let Some(t) = temperature {
+            sampling.temperature = t;
+        }
+        if let Some(m) = max_tokens {
+            sampling.max_tokens = m;
+        }
+        let request = ChatRequest {
+            messages,
+            sampling,
+            schema: None,
+        };
+        let r = self.chat(stage, &request).await?;
+        let cut = r.was_cut_off();
+        Ok((r.content, cut))
+    }
+
     /// [`Self::chat_json`] with the reply budget and frequency penalty of `decoding` instead of
     /// the policy's (the extraction stages, whose replies are long lists, set their own).
     pub async fn chat_json_with<T: DeserializeOwned>(

@@ -31,6 +31,25 @@ fn join<T: ToString>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
         .join(sep)
 }
 
+/// Why a memory could not be exported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Load(#[from] super::StoreError),
+    #[error("cannot write the memory as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// `qrmem export`: the memory file at `path` as GraphML (`graphml`) or JSON.
+pub fn of_file(path: &std::path::Path, graphml: bool) -> Result<String, ExportError> {
+    let m = super::load(path)?;
+    if graphml {
+        Ok(self::graphml(&m))
+    } else {
+        Ok(json(&m)?)
+    }
+}
+
 /// GraphML with node attributes name, type, segments, mentions and edge attributes description,
 /// segments.
 pub fn graphml(memory: &Memory) -> String {

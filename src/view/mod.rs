@@ -33,6 +33,8 @@ const STYLE: &str = include_str!("page.css");
 
 #[derive(Debug, Error)]
 pub enum ViewError {
+    #[error("cannot write the page {path}: {reason}")]
+    Write { path: String, reason: String },
     #[error("the trace {trace} does not belong to the memory {memory}: {reason}")]
     Mismatch {
         trace: String,
@@ -75,6 +77,28 @@ pub fn read_trace(
     let trace: Trace =
         serde_json::from_value(value).map_err(|e| fail(format!("not a qrmem trace: {e}")))?;
     Ok((trace, gold))
+}
+
+/// `qrmem view`: the page of the memory file `memory` (and the trace file `trace`) written to
+/// `out`; returns the line that says what was written.
+pub fn write_page(
+    memory: &std::path::Path,
+    trace: Option<&std::path::Path>,
+    out: &std::path::Path,
+) -> Result<String, ViewError> {
+    let (page, data) = page_of_files(memory, trace)?;
+    std::fs::write(out, page.as_bytes()).map_err(|e| ViewError::Write {
+        path: out.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(format!(
+        "wrote {} ({} nodes, {} edges, {} trace steps, {} units)",
+        out.display(),
+        data.nodes.len(),
+        data.edges.len(),
+        data.steps.len(),
+        data.units.len()
+    ))
 }
 
 /// The page of the memory file `memory` and (optionally) the trace file `trace` over it.
