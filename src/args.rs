@@ -99,11 +99,15 @@ pub(crate) enum Command {
 
 #[derive(Subcommand)]
 pub(crate) enum DataCommand {
-    /// LongBench-style long contexts from HotpotQA (the stand-in for LongBench's HotpotQA).
+    /// LongBench-style long contexts from HotpotQA, 2WikiMultihopQA or MuSiQue (the stand-in
+    /// for LongBench's versions of them).
     LongbenchStyle {
-        /// HotpotQA distractor JSON.
+        /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
         #[arg(long = "in", value_name = "FILE")]
         input: PathBuf,
+        /// Which dataset the file holds: hotpotqa, 2wiki or musique.
+        #[arg(long, default_value = "hotpotqa")]
+        dataset: String,
         /// Output jsonl (LongBench's fields).
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
@@ -271,6 +275,10 @@ pub(crate) struct EvalArgs {
     /// first computing the spans of rows recorded before rows carried them: DIR/backfill.jsonl).
     #[arg(long)]
     pub(crate) report_only: bool,
+    /// Measure, without the LLM, what the baselines among --methods would show the answerer
+    /// (fact recall, gold share, tokens per question) and write DIR/contexts.md; answer nothing.
+    #[arg(long)]
+    pub(crate) contexts_only: bool,
     /// Keep every question's full trace as JSON in this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) trace_dir: Option<PathBuf>,

@@ -99,13 +99,15 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
             html: args.html,
             build_only: args.build_only,
         };
+        if args.contexts_only {
+            outln!("{}", experiment::contexts_only(&ctx, &plan, &args.out)?);
+            return Ok(ExitCode::SUCCESS);
+        }
         experiment::run(&ctx, &plan, &args.out, flags).await?;
     }
     if args.report_only && args.html {
-        let dir = args
-            .trace_dir
-            .clone()
-            .unwrap_or_else(|| args.out.join(experiment::PAGES));
+        let pages = || args.out.join(experiment::PAGES);
+        let dir = args.trace_dir.clone().unwrap_or_else(pages);
         let (n, skipped) = experiment::rewrite_pages(config, &plan, &args.out, &dir)?;
         eprintln!("rewrote {n} question pages in {}", dir.display());
         for s in skipped {
@@ -401,14 +403,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
         }
-        Command::Build(args) => {
-            build(&config, args).await?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Ask(args) => {
-            ask(&config, args).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Build(args) => build(&config, args).await.map(|()| ExitCode::SUCCESS),
+        Command::Ask(args) => ask(&config, args).await.map(|()| ExitCode::SUCCESS),
         Command::Batch(args) => batch(&config, args).await,
         Command::Eval(args) => eval(&config, &cli.global, args).await,
         Command::Compare { runs, out } => {
@@ -444,14 +440,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Data(DataCommand::LongbenchStyle {
             input,
+            dataset,
             out,
             words,
             seed,
             limit,
         }) => {
-            let n = qrmem::eval::longbench_style::write_jsonl(input, out, *words, *seed, *limit)?;
+            use qrmem::eval::longbench_style::write_jsonl;
+            let n = write_jsonl(dataset, input, out, *words, *seed, *limit)?;
             eprintln!(
-                "wrote {n} items of about {words} words to {} (seed {seed})",
+                "wrote {n} items of about {words} words to {}",
                 out.display()
             );
             Ok(ExitCode::SUCCESS)

@@ -531,6 +531,20 @@ const INDEX_STYLE: &str = "body{font:13px/1.4 system-ui,sans-serif;margin:1rem}t
 /// Sorts the table by the clicked column (numbers as numbers, "n/a" last).
 const INDEX_SCRIPT: &str = "(function(){var t=document.getElementById('index');var dir={};t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){dir[i]=!dir[i];var rows=Array.prototype.slice.call(t.tBodies[0].rows);rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);var c=(isNaN(p)||isNaN(q))?x.localeCompare(y):p-q;if(isNaN(p)&&!isNaN(q))c=1;if(!isNaN(p)&&isNaN(q))c=-1;return dir[i]?c:-c;});rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});})();";
 
+/// `qrmem eval --contexts-only`: the plan's baselines' contexts measured without the LLM
+/// (`eval::contexts`), written to `out/contexts.md`; returns the table.
+pub fn contexts_only(rt: &Runtime<'_>, plan: &Plan, out: &Path) -> Result<String, EvalError> {
+    let rows = super::contexts::measure(rt, plan)?;
+    let text = super::contexts::to_markdown(plan, &rows);
+    let io = |path: &Path, e: std::io::Error| {
+        EvalError::Input(format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let path = out.join("contexts.md");
+    std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
+    Ok(text)
+}
+
 /// Rewrites `out/report.md` and `out/report.json` from the run directory and returns the
 /// report. With the dataset at hand, the spans of rows recorded before rows carried them are
 /// first computed into `out/backfill.jsonl`; without it, an earlier backfill is read.

@@ -126,20 +126,39 @@ pub fn generate_multihop(
         })
         .collect()
 }
-/// `qrmem data longbench-style`: generates the first `limit` items (all by default) from the
-/// HotpotQA distractor file `input` into the jsonl file `output` (written whole: a temporary
-/// file, then a rename). Padding draws on every item's paragraphs; `limit` only cuts the output.
-/// Returns the number of items written.
+/// `qrmem data longbench-style`: generates the first `limit` items (all by default) of
+/// `dataset` (hotpotqa, 2wiki or musique) from the dev file `input` into the jsonl file
+/// `output` (written whole: a temporary file, then a rename). Padding draws on every item's
+/// paragraphs; `limit` only cuts the output. Returns the number of items written.
 pub fn write_jsonl(
+    dataset: &str,
     input: &std::path::Path,
     output: &std::path::Path,
     words: usize,
     seed: u64,
     limit: Option<usize>,
 ) -> Result<usize, super::datasets::DatasetError> {
-    let raw = super::datasets::load_hotpot_raw(input)?;
+    use super::datasets::{load_2wiki_raw, load_hotpot_raw, load_musique_raw};
+    let (raw, label): (Vec<MultiHopRaw>, &str) = match dataset {
+        "hotpotqa" => (
+            load_hotpot_raw(input)?
+                .into_iter()
+                .map(MultiHopRaw::from)
+                .collect(),
+            DATASET,
+        ),
+        "2wiki" => (load_2wiki_raw(input)?, "2wikimqa-longbench-style"),
+        "musique" => (load_musique_raw(input)?, "musique-longbench-style"),
+        other => {
+            return Err(super::datasets::DatasetError {
+                path: input.display().to_string(),
+                line: None,
+                message: format!("unknown dataset '{other}' (hotpotqa, 2wiki or musique)"),
+            })
+        }
+    };
     let n = limit.unwrap_or(raw.len()).min(raw.len());
-    let items = generate(&raw, n, words, seed);
+    let items = generate_multihop(&raw, n, words, seed, label);
     let fail = |message: String| super::datasets::DatasetError {
         path: output.display().to_string(),
         line: None,

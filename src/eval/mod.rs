@@ -3,6 +3,7 @@
 
 pub mod backfill;
 pub mod compare;
+pub mod contexts;
 pub mod datasets;
 pub mod evidence;
 pub mod experiment;

@@ -120,16 +120,14 @@ impl Method for Baseline {
         let Prepared::Graph(m) = prepared else {
             return Err(wrong_memory(self, prepared));
         };
-        if let Baseline::Bm25Passages(_) | Baseline::DensePassages(_) = self {
-            let cap = if nav.passage_tokens > 0 {
-                nav.passage_tokens
-            } else {
-                crate::text::passages::DEFAULT_PASSAGE_TOKENS
-            };
-            let view = super::navigators::passage_view(m, cap, ctx.embedder)?;
-            return Ok(answer(*self, ctx, &view, question, options).await?);
+        if question.trim().is_empty() {
+            return Err(AnswerError::EmptyQuestion.into());
         }
-        Ok(answer(*self, ctx, m, question, options).await?)
+        let before = ctx.llm.ledger().snapshot().total();
+        let q = with_options(question, options);
+        let shown = self.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, m, &q)?;
+        let name = self.to_string();
+        Ok(one_prompt_answer(ctx, &name, question, options, before, shown).await?)
     }
 
     fn recorded_context(&self) -> Recorded {
@@ -154,12 +152,53 @@ pub async fn answer(
     question: &str,
     options: &[String],
 ) -> Result<Trace, AnswerError> {
-    let (llm, prompts, embedder, window) = (ctx.llm, ctx.prompts, ctx.embedder, ctx.window);
     if question.trim().is_empty() {
         return Err(AnswerError::EmptyQuestion);
     }
-    let before = llm.ledger().snapshot().total();
+    let before = ctx.llm.ledger().snapshot().total();
     let q = with_options(question, options);
+    let shown = context(baseline, ctx.prompts, ctx.embedder, ctx.window, memory, &q)?;
+    one_prompt_answer(ctx, &baseline.to_string(), question, options, before, shown).await
+}
+
+impl Baseline {
+    /// What this baseline shows the answerer for question `q` (options included) over
+    /// `memory`, with no LLM call: the passage baselines read the memory's passage view
+    /// (passages of at most `nav.passage_tokens`, or the default cap). What `qrmem eval
+    /// --contexts-only` measures.
+    pub fn context_of(
+        self,
+        prompts: &Prompts,
+        embedder: &dyn crate::embed::Embedder,
+        window: Window,
+        nav: &NavigateConfig,
+        memory: &Memory,
+        q: &str,
+    ) -> Result<ShownText, MethodError> {
+        if let Baseline::Bm25Passages(_) | Baseline::DensePassages(_) = self {
+            let cap = if nav.passage_tokens > 0 {
+                nav.passage_tokens
+            } else {
+                crate::text::passages::DEFAULT_PASSAGE_TOKENS
+            };
+            let view = super::navigators::passage_view(memory, cap, embedder)?;
+            return Ok(context(self, prompts, embedder, window, &view, q)?);
+        }
+        Ok(context(self, prompts, embedder, window, memory, q)?)
+    }
+}
+
+/// What `baseline` shows for question `q` over `memory`'s units (the passage baselines expect
+/// the passage view), with no LLM call.
+fn context(
+    baseline: Baseline,
+    prompts: &Prompts,
+    embedder: &dyn crate::embed::Embedder,
+    window: Window,
+    memory: &Memory,
+    q: &str,
+) -> Result<ShownText, AnswerError> {
+    let q = q.to_string();
     let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
     let (text, shown, note) = match baseline {
         Baseline::Bm25(k) | Baseline::Dense(k) => {
@@ -226,14 +265,12 @@ pub async fn answer(
                 shown.excerpt.sentences.len(),
                 shown.excerpt.tokens
             );
-            let text = ShownText {
+            return Ok(ShownText {
                 text: shown.excerpt.text,
                 segments: shown.segments,
                 spans: shown.excerpt.spans,
                 note,
-            };
-            return one_prompt_answer(ctx, &baseline.to_string(), question, options, before, text)
-                .await;
+            });
         }
     };
     let spans = match baseline {
@@ -244,21 +281,12 @@ pub async fn answer(
         )]),
         _ => span::of_indices(&segment_spans(memory), &shown),
     };
-    let shown_text = ShownText {
+    Ok(ShownText {
         text,
         segments: shown,
         spans,
         note,
-    };
-    one_prompt_answer(
-        ctx,
-        &baseline.to_string(),
-        question,
-        options,
-        before,
-        shown_text,
-    )
-    .await
+    })
 }
 
 /// What a one-prompt method shows the answerer: the text, the segments it holds (if it is made
