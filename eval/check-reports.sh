@@ -6,9 +6,12 @@
 # closed port. Needs ../shared/data (the datasets the backfill reads).
 #
 # Usage: eval/check-reports.sh [path to the qrmem binary]   (default: target/release/qrmem)
+#        eval/check-reports.sh BINARY --write   rewrites every committed report and comparison
+#        in place instead (after a change to the report's format), then checks nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-target/release/qrmem}"
+write="${2:-}"
 [ -x "$bin" ] || { echo "check-reports: $bin is missing; cargo build --release first" >&2; exit 1; }
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 tmp="$(mktemp -d)"
@@ -46,6 +49,25 @@ runs=(
   "graphs-longbench-style-31-60:graphs-longbench-style-31-60.toml"
   "ablations-longbench-style:ablations-longbench-style.toml"
 )
+# The committed comparisons (qrmem compare): output directory -> its runs, in order.
+compares=(
+  "compare/longbench-style-0.5b-1.5b:runs/hotpot-longbench-style runs/hotpot-longbench-style-1.5b"
+)
+if [ "$write" = "--write" ]; then
+  for pair in "${runs[@]}"; do
+    run="${pair%%:*}" exp="${pair##*:}"
+    (cd eval && "$bin" --llm-base-url http://127.0.0.1:9/v1 eval --experiment "$exp" \
+      --out "runs/$run" --report-only >/dev/null) || { echo "check-reports: eval/runs/$run failed" >&2; exit 1; }
+    echo "eval/runs/$run: rewritten"
+  done
+  for pair in "${compares[@]}"; do
+    out="${pair%%:*}" runs_of="${pair##*:}"
+    # shellcheck disable=SC2086
+    (cd eval && "$bin" compare $runs_of --out "$out" >/dev/null) || exit 1
+    echo "eval/$out: rewritten"
+  done
+  exit 0
+fi
 failed=0
 for pair in "${runs[@]}"; do
   run="${pair%%:*}" exp="${pair##*:}"
@@ -59,7 +81,7 @@ for pair in "${runs[@]}"; do
     continue
   fi
   run_failed=0
-  for f in report.md report.json backfill.jsonl cost-quality.png trials.png; do
+  for f in report.md report.json backfill.jsonl cost-quality.png budget.png trials.png; do
     git cat-file -e "HEAD:eval/runs/$run/$f" 2>/dev/null || continue
     if ! git show "HEAD:eval/runs/$run/$f" | cmp -s - "$dir/$f"; then
       echo "check-reports: eval/runs/$run/$f differs from the committed one:" >&2
@@ -69,10 +91,6 @@ for pair in "${runs[@]}"; do
   done
   [ "$run_failed" = 1 ] || echo "eval/runs/$run: report.md, report.json, backfill.jsonl and the figures regenerate identical"
 done
-# The committed comparisons (qrmem compare): output directory -> its runs, in order.
-compares=(
-  "compare/longbench-style-0.5b-1.5b:runs/hotpot-longbench-style runs/hotpot-longbench-style-1.5b"
-)
 for pair in "${compares[@]}"; do
   out="${pair%%:*}" runs_of="${pair##*:}"
   [ -d "$tmp/repo/eval/$out" ] || { echo "check-reports: eval/$out is not committed" >&2; failed=1; continue; }

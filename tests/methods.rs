@@ -542,3 +542,85 @@ async fn the_cooccurrence_memory_is_a_graph_like_any_other() {
     assert!(matches!(err, MethodError::WrongMemory { .. }), "{err}");
     assert_eq!(llm.received().len(), calls);
 }
+
+/// The passage rows (issue 66): bm25-passagesN shows whole passages, the best first, in
+/// document order within N tokens; a navigator with -passagesN navigates the passage view of
+/// a saved graph (no rebuild) and every prompt it sends shows at most N tokens of passages,
+/// its answer spans whole passages.
+#[tokio::test]
+async fn passage_rows_show_whole_passages_within_their_budget() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let (doc, _) = passages_doc();
+    let memory = segments_memory(&doc);
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = "bm25-passages60".parse().unwrap();
+    let t = methods::run(&spec, &ctx, &nav, &memory, "Which thing is of the garnet kind?", &[])
+        .await
+        .unwrap();
+    let prompt = seen.lock().unwrap()[0].clone();
+    let shown = prompt.split("\"\"\"").nth(1).unwrap().trim().to_string();
+    assert!(qrmem::text::count_tokens(&shown) <= 60, "{shown}");
+    assert!(
+        shown.contains("Passage 7:\nTitle 7\nTitle 7 is a thing of the garnet kind. It has the colour number 7. It is long enough to be a sentence."),
+        "{shown}"
+    );
+    let passages = qrmem::text::passages::passages(&doc, 300);
+    let starts: Vec<usize> = passages.iter().map(|p| p.start).collect();
+    assert!(!t.answer_spans.is_empty());
+    for s in &t.answer_spans {
+        assert!(starts.contains(&s.0), "a span begins at a passage: {s:?}");
+    }
+
+    // kn over the passage view of a co-occurrence memory (built with no LLM call).
+    let mut params = BuildParams::from_config(&Config::default());
+    params.cooccurrence = true;
+    let m = qrmem::memory::build_cooccurrence(&doc, "passages.txt", params, "none").unwrap();
+    let segments = m.segments.len();
+    let graph = Prepared::Graph(Box::new(m));
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let name = r.schema.as_ref().map(|s| s.name.as_str()).unwrap_or("");
+        Scripted::Reply(match name {
+            "entities" => r#"{"entities": ["Title 7"]}"#.into(),
+            "answerability" => r#"{"reasoning": "The colour of the garnet thing is not given.", "verdict_action": -1, "verdict_answer": ""}"#.into(),
+            _ => r#"{"reasoning": "Title 7.", "answer": "Title 7"}"#.into(),
+        })
+    }));
+    let svc = Service::new(llm.clone(), None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = "kn-cooccurrence-passages80".parse().unwrap();
+    let t = methods::run(&spec, &ctx, &nav, &graph, "Which thing is of the garnet kind?", &[])
+        .await
+        .unwrap();
+    assert_eq!(t.answer, "Title 7");
+    let with_text: Vec<String> = llm
+        .received()
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .filter(|p| p.contains("\"\"\""))
+        .collect();
+    assert!(with_text.len() >= 2, "checks and the answer");
+    for p in &with_text {
+        let shown = p.split("\"\"\"").nth(1).unwrap().trim();
+        assert!(qrmem::text::count_tokens(shown) <= 80 + 4, "{shown}");
+    }
+    // Its units are passages: more of them than the memory's segments, spans on their starts.
+    assert!(passages.len() > segments);
+    for s in &t.answer_spans {
+        assert!(starts.contains(&s.0), "a span begins at a passage: {s:?}");
+    }
+}

@@ -249,12 +249,33 @@ fn names(m: &Memory) -> BTreeMap<&str, NodeIndex> {
         .collect()
 }
 
+/// Whether `method` works over passages (its name carries `-passagesN` or is
+/// `bm25-passagesN` / `contriever-passagesN`), so its trace's unit indices name passages.
+fn reads_passages(method: &str) -> bool {
+    method.split('-').any(|part| {
+        part.strip_prefix("passages")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
 /// The page data of `prepared` and (optionally) `trace` over it.
 pub fn data(
     prepared: &Prepared,
     trace: Option<&Trace>,
     labels: &Labels,
 ) -> Result<ViewData, ViewError> {
+    // A passage-grain method's trace (`-passagesN`, `bm25-passagesN`) numbers passages, not
+    // segments: the page shows the memory's passage view (the default cap).
+    let view;
+    let prepared = match (prepared, trace) {
+        (Prepared::Graph(m), Some(t)) if reads_passages(&t.method) => {
+            view = Prepared::Graph(Box::new(
+                m.passage_view(crate::text::passages::DEFAULT_PASSAGE_TOKENS),
+            ));
+            &view
+        }
+        _ => prepared,
+    };
     if let Some(t) = trace {
         check(prepared, t, labels)?;
     }
@@ -583,6 +604,16 @@ pub fn render(data: &ViewData) -> Result<String, ViewError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passage_methods_are_told_by_their_names() {
+        for m in ["kn-passages400", "bm25-passages1200", "kn-final-s-mix-passages400-check44"] {
+            assert!(reads_passages(m), "{m}");
+        }
+        for m in ["kn", "gold-passages", "bm25-top3", "kn-sentences1000", "passages"] {
+            assert!(!reads_passages(m), "{m}");
+        }
+    }
 
     #[test]
     fn script_json_cannot_close_the_script_element() {
