@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Two rows of a run paired question by question: fact recall, gold share (precision) and F1.
+
+    python3 eval/pair.py eval/runs/hotpot-longbench-style kn-passages400 bm25-passages400
+
+Differences (first minus second, in points) on the questions both rows answered, each with a
+95% interval from 4,000 bootstrap resamples (seed 0). Rows of a max-trials sweep other than 4
+are left out; the latest row per (item, method) wins, as in the report.
+"""
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evidence import fact_recall, latest_rows, gold_share
+run=sys.argv[1]; a,b=sys.argv[2],sys.argv[3]
+rows=latest_rows(run)
+def get(m):
+    out={}
+    for (i,mm,t),r in rows.items():
+        if mm==m and t in (None,4): out[i]=r
+    return out
+A,B=get(a),get(b)
+common=[i for i in A if i in B]
+def boot(xs):
+    rnd=random.Random(0); n=len(xs); ms=[]
+    for _ in range(4000):
+        s=[xs[rnd.randrange(n)] for _ in range(n)]; ms.append(sum(s)/n)
+    ms.sort(); return sum(xs)/n, ms[100], ms[3899]
+for name,f in [('recall',lambda r: fact_recall(r)[0] if fact_recall(r) else None),('gold share',gold_share),('f1',lambda r:r['f1'])]:
+    xs=[100*(f(A[i])-f(B[i])) for i in common if f(A[i]) is not None and f(B[i]) is not None]
+    m,lo,hi=boot(xs); print(f"{a} - {b} {name} ({len(xs)} q): {m:+.1f} [{lo:+.1f}, {hi:+.1f}]")
