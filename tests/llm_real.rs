@@ -389,7 +389,7 @@ async fn a_document_giving_instructions_does_not_change_the_output_format() {
     std::fs::write(dir.path().join("jobs.jsonl"), format!("{job}\n")).unwrap();
     let prompts = qrmem::prompts::Prompts::load().unwrap();
     let cfg = qrmem::config::Config::default();
-    let ctx = qrmem::batch::BatchCtx {
+    let ctx = qrmem::methods::Runtime {
         llm: &svc,
         prompts: &prompts,
         embedder: &common::bow::Bow,

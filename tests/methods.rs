@@ -563,9 +563,16 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
         gold: None,
     };
     let spec: MethodSpec = "bm25-passages60".parse().unwrap();
-    let t = methods::run(&spec, &ctx, &nav, &memory, "Which thing is of the garnet kind?", &[])
-        .await
-        .unwrap();
+    let t = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &memory,
+        "Which thing is of the garnet kind?",
+        &[],
+    )
+    .await
+    .unwrap();
     let prompt = seen.lock().unwrap()[0].clone();
     let shown = prompt.split("\"\"\"").nth(1).unwrap().trim().to_string();
     assert!(qrmem::text::count_tokens(&shown) <= 60, "{shown}");
@@ -603,9 +610,16 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
         gold: None,
     };
     let spec: MethodSpec = "kn-cooccurrence-passages80".parse().unwrap();
-    let t = methods::run(&spec, &ctx, &nav, &graph, "Which thing is of the garnet kind?", &[])
-        .await
-        .unwrap();
+    let t = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &graph,
+        "Which thing is of the garnet kind?",
+        &[],
+    )
+    .await
+    .unwrap();
     assert_eq!(t.answer, "Title 7");
     let with_text: Vec<String> = llm
         .received()

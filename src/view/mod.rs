@@ -607,10 +607,20 @@ mod tests {
 
     #[test]
     fn passage_methods_are_told_by_their_names() {
-        for m in ["kn-passages400", "bm25-passages1200", "kn-final-s-mix-passages400-check44"] {
+        for m in [
+            "kn-passages400",
+            "bm25-passages1200",
+            "kn-final-s-mix-passages400-check44",
+        ] {
             assert!(reads_passages(m), "{m}");
         }
-        for m in ["kn", "gold-passages", "bm25-top3", "kn-sentences1000", "passages"] {
+        for m in [
+            "kn",
+            "gold-passages",
+            "bm25-top3",
+            "kn-sentences1000",
+            "passages",
+        ] {
             assert!(!reads_passages(m), "{m}");
         }
     }
