@@ -47,6 +47,17 @@ pub(crate) fn style(template: &str) -> indicatif::ProgressStyle {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
 }
 
+/// The bar of `qrmem build` and `qrmem ask --doc`: steps of one build (a phase of one segment,
+/// a few LLM calls of like cost), so indicatif's recent-rate `{eta}` is a fair guide here.
+pub fn step_bar() -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,15 +138,4 @@ mod tests {
             "{drawn}"
         );
     }
-}
-
-/// The bar of `qrmem build` and `qrmem ask --doc`: steps of one build (a phase of one segment,
-/// a few LLM calls of like cost), so indicatif's recent-rate `{eta}` is a fair guide here.
-pub fn step_bar() -> indicatif::ProgressBar {
-    indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    )
 }

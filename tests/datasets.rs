@@ -392,7 +392,7 @@ fn two_wiki_and_musique_dev_samples() {
     for (l, r) in long.iter().zip(&raw) {
         assert_eq!(l.dataset, "musique-longbench-style");
         assert_eq!(l.answers[0], r.answers[0]);
-        assert!(l.answers.len() >= 1);
+        assert!(!l.answers.is_empty());
         // Every supporting paragraph is gold whole, each once, even where titles repeat.
         let gold = l.gold_spans.as_ref().unwrap();
         assert_eq!(gold.len(), r.gold.len(), "{}", r.id);
