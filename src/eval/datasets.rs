@@ -299,7 +299,7 @@ struct MusiqueLine {
 
 /// MuSiQue-Ans jsonl (`id, paragraphs: [{idx, title, paragraph_text, is_supporting}],
 /// question, answer, answer_aliases`): each paragraph one unit of gold evidence, the answers
-/// the answer and its aliases, the kind the hop count from the id ("2hop__..."). A malformed
+/// the answer and its aliases, the kind the hop count from the id ("3hop1__..." is "3hop"). A malformed
 /// line is refused naming the file, the line and the field.
 pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
     jsonl(path)?
@@ -339,7 +339,12 @@ pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
                 .iter()
                 .map(|&(i, _)| m.paragraphs[i].title.clone())
                 .collect();
-            let kind = m.id.split("__").next().unwrap_or("").to_string();
+            // "3hop1__..." is a 3-hop question (of MuSiQue's first 3-hop shape).
+            let prefix = m.id.split("__").next().unwrap_or("");
+            let kind = match prefix.find("hop") {
+                Some(at) => prefix[..at + 3].to_string(),
+                None => prefix.to_string(),
+            };
             let mut answers = vec![m.answer];
             answers.extend(m.answer_aliases);
             Ok(MultiHopRaw {
