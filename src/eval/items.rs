@@ -62,26 +62,15 @@ pub fn load(
         "hotpotqa" => load_hotpot(data)?,
         "longbench" => load_longbench(data)?,
         "longbench-style" => {
-            let raw = load_hotpot_raw(data)?;
-            let n = limit.unwrap_or(raw.len()).min(raw.len());
-            let long = longbench_style::generate(&raw, n, words, seed);
+            let raw: Vec<MultiHopRaw> = load_hotpot_raw(data)?
+                .into_iter()
+                .map(MultiHopRaw::from)
+                .collect();
             notes.push(format!(
                 "LongBench-style stand-in for LongBench's HotpotQA, built from {} (each item's 10 paragraphs padded with other items' paragraphs to about {words} words, seed {seed}); not LongBench itself.",
                 data.display()
             ));
-            long.into_iter()
-                .map(|l| QaItem {
-                    id: l.id,
-                    dataset: l.dataset,
-                    context: l.context,
-                    question: l.input,
-                    options: vec![],
-                    answers: l.answers,
-                    gold_letter: None,
-                    supporting: l.supporting_titles,
-                    gold_spans: Some(l.supporting_spans),
-                })
-                .collect()
+            long_items(&raw, limit, words, seed, longbench_style::DATASET)
         }
         "2wiki" => multihop_items(load_2wiki_raw(data)?, "2wikimqa"),
         "musique" => multihop_items(load_musique_raw(data)?, "musique"),

@@ -85,6 +85,16 @@ pub fn trials_png(
     Ok(())
 }
 
+/// A log10 axis value as tokens: "316", "1.0k".
+fn token_label(x: &f64) -> String {
+    let t = 10f64.powf(*x);
+    if t >= 1000.0 {
+        format!("{:.1}k", t / 1000.0)
+    } else {
+        format!("{t:.0}")
+    }
+}
+
 /// One method of a report as the cost-quality figure draws it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostPoint {
@@ -176,14 +186,7 @@ pub fn cost_quality_png(
             .y_desc(label)
             .x_labels(8)
             .light_line_style(WHITE.mix(0.0))
-            .x_label_formatter(&|x| {
-                let t = 10f64.powf(*x);
-                if t >= 1000.0 {
-                    format!("{:.1}k", t / 1000.0)
-                } else {
-                    format!("{t:.0}")
-                }
-            })
+            .x_label_formatter(&token_label)
             .draw()
             .map_err(|x| e(&x))?;
         chart
@@ -294,14 +297,7 @@ pub fn budget_png(
             .y_desc(label)
             .x_labels(8)
             .light_line_style(WHITE.mix(0.0))
-            .x_label_formatter(&|x| {
-                let t = 10f64.powf(*x);
-                if t >= 1000.0 {
-                    format!("{:.1}k", t / 1000.0)
-                } else {
-                    format!("{t:.0}")
-                }
-            })
+            .x_label_formatter(&token_label)
             .draw()
             .map_err(|x| e(&x))?;
         for (i, (family, pts)) in families.iter().enumerate() {

@@ -188,6 +188,24 @@ impl Baseline {
     }
 }
 
+/// Every unit of `memory` ranked for `q`, best first: by BM25 (`lexical`) or the embedder.
+fn rank_units(
+    lexical: bool,
+    embedder: &dyn crate::embed::Embedder,
+    memory: &Memory,
+    q: &str,
+) -> Result<Vec<(usize, f32)>, AnswerError> {
+    if !lexical {
+        return Ok(crate::embed::score_segments(embedder, memory, q)?);
+    }
+    let texts: Vec<&str> = memory.segments.iter().map(|s| s.text.as_str()).collect();
+    Ok(Bm25::new(&texts)
+        .rank(q)
+        .into_iter()
+        .map(|(i, s)| (i, s as f32))
+        .collect())
+}
+
 /// What `baseline` shows for question `q` over `memory`'s units (the passage baselines expect
 /// the passage view), with no LLM call.
 fn context(
@@ -202,18 +220,8 @@ fn context(
     let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
     let (text, shown, note) = match baseline {
         Baseline::Bm25(k) | Baseline::Dense(k) => {
-            let ranked: Vec<(usize, f32)> = match baseline {
-                Baseline::Bm25(_) => {
-                    let texts: Vec<&str> =
-                        memory.segments.iter().map(|s| s.text.as_str()).collect();
-                    Bm25::new(&texts)
-                        .rank(&q)
-                        .into_iter()
-                        .map(|(i, s)| (i, s as f32))
-                        .collect()
-                }
-                _ => crate::embed::score_segments(embedder, memory, &q)?,
-            };
+            let lexical = matches!(baseline, Baseline::Bm25(_));
+            let ranked = rank_units(lexical, embedder, memory, &q)?;
             let top: Vec<(usize, f32)> = ranked.into_iter().take(k).collect();
             let (text, shown) = window.fit(prompts, PromptId::Answer, &q, memory, &[], &top)?;
             (text, shown, format!("top {k}: {top:?}"))
@@ -221,18 +229,8 @@ fn context(
         Baseline::Bm25Passages(n) | Baseline::DensePassages(n) => {
             // `memory` is the passage view: every passage ranked, the best shown within n
             // tokens, in document order.
-            let ranked: Vec<(usize, f32)> = match baseline {
-                Baseline::Bm25Passages(_) => {
-                    let texts: Vec<&str> =
-                        memory.segments.iter().map(|s| s.text.as_str()).collect();
-                    Bm25::new(&texts)
-                        .rank(&q)
-                        .into_iter()
-                        .map(|(i, s)| (i, s as f32))
-                        .collect()
-                }
-                _ => crate::embed::score_segments(embedder, memory, &q)?,
-            };
+            let lexical = matches!(baseline, Baseline::Bm25Passages(_));
+            let ranked = rank_units(lexical, embedder, memory, &q)?;
             let (text, shown) =
                 window
                     .within(n)
