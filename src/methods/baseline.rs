@@ -120,14 +120,10 @@ impl Method for Baseline {
         let Prepared::Graph(m) = prepared else {
             return Err(wrong_memory(self, prepared));
         };
-        if question.trim().is_empty() {
-            return Err(AnswerError::EmptyQuestion.into());
+        match self.passage_view(nav, m, ctx.embedder)? {
+            Some(view) => Ok(answer(*self, ctx, &view, question, options).await?),
+            None => Ok(answer(*self, ctx, m, question, options).await?),
         }
-        let before = ctx.llm.ledger().snapshot().total();
-        let q = with_options(question, options);
-        let shown = self.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, m, &q)?;
-        let name = self.to_string();
-        Ok(one_prompt_answer(ctx, &name, question, options, before, shown).await?)
     }
 
     fn recorded_context(&self) -> Recorded {
@@ -175,16 +171,30 @@ impl Baseline {
         memory: &Memory,
         q: &str,
     ) -> Result<ShownText, MethodError> {
-        if let Baseline::Bm25Passages(_) | Baseline::DensePassages(_) = self {
-            let cap = if nav.passage_tokens > 0 {
-                nav.passage_tokens
-            } else {
-                crate::text::passages::DEFAULT_PASSAGE_TOKENS
-            };
-            let view = super::navigators::passage_view(memory, cap, embedder)?;
-            return Ok(context(self, prompts, embedder, window, &view, q)?);
-        }
-        Ok(context(self, prompts, embedder, window, memory, q)?)
+        let view = self.passage_view(nav, memory, embedder)?;
+        let units = view.as_ref().unwrap_or(memory);
+        Ok(context(self, prompts, embedder, window, units, q)?)
+    }
+
+    /// The passage view the passage baselines read (passages of at most
+    /// `nav.passage_tokens`, or the default cap; with vectors only for the embedder's row);
+    /// None for the others, which read `memory` itself.
+    fn passage_view(
+        self,
+        nav: &NavigateConfig,
+        memory: &Memory,
+        embedder: &dyn crate::embed::Embedder,
+    ) -> Result<Option<Memory>, MethodError> {
+        let dense = match self {
+            Baseline::Bm25Passages(_) => false,
+            Baseline::DensePassages(_) => true,
+            _ => return Ok(None),
+        };
+        let cap = crate::text::passages::cap(nav.passage_tokens);
+        let embedder = dense.then_some(embedder);
+        Ok(Some(super::navigators::passage_view(
+            memory, cap, embedder,
+        )?))
     }
 }
 

@@ -230,9 +230,7 @@ impl Navigate {
             opts.start_bridge = true;
         }
         if self.passages > 0 {
-            if opts.passage_tokens == 0 {
-                opts.passage_tokens = crate::text::passages::DEFAULT_PASSAGE_TOKENS;
-            }
+            opts.passage_tokens = crate::text::passages::cap(opts.passage_tokens);
             opts.context_tokens = self.passages;
         }
         opts
@@ -281,7 +279,7 @@ impl Method for Navigate {
         let opts = self.settings(nav);
         let window = ctx.window.within(opts.context_tokens);
         if opts.passage_tokens > 0 {
-            let view = passage_view(m, opts.passage_tokens, ctx.embedder)?;
+            let view = passage_view(m, opts.passage_tokens, Some(ctx.embedder))?;
             return Ok(
                 Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, &view, opts, window)
                     .ask(question, options)
@@ -307,13 +305,16 @@ impl Method for Navigate {
     }
 }
 
-/// `memory` over its passages of at most `max_tokens` tokens, with the passages' vectors.
+/// `memory` over its passages of at most `max_tokens` tokens, with the passages' vectors when
+/// an `embedder` is given (the methods that score passages by it; BM25 needs none).
 pub(crate) fn passage_view(
     memory: &crate::memory::Memory,
     max_tokens: usize,
-    embedder: &dyn crate::embed::Embedder,
+    embedder: Option<&dyn crate::embed::Embedder>,
 ) -> Result<crate::memory::Memory, MethodError> {
     let mut view = memory.passage_view(max_tokens);
-    crate::embed::index_segments(&mut view, embedder)?;
+    if let Some(embedder) = embedder {
+        crate::embed::index_segments(&mut view, embedder)?;
+    }
     Ok(view)
 }

@@ -19,6 +19,15 @@ use super::sentences::headers;
 /// Wikipedia paragraph rarely exceeds this.
 pub const DEFAULT_PASSAGE_TOKENS: usize = 300;
 
+/// The cap a configured `passage_tokens` means: the value, or the default for 0.
+pub fn cap(configured: usize) -> usize {
+    if configured > 0 {
+        configured
+    } else {
+        DEFAULT_PASSAGE_TOKENS
+    }
+}
+
 /// A paragraph of fewer tokens than this (outside LongBench headers) joins the next one.
 const MIN_PARAGRAPH_TOKENS: usize = 12;
 
