@@ -638,3 +638,46 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
         assert!(starts.contains(&s.0), "a span begins at a passage: {s:?}");
     }
 }
+
+/// The text between the answer prompt's quotes when `name` answers `question` over `memory`.
+async fn shown_by(name: &str, memory: &Prepared, question: &str) -> String {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = name.parse().unwrap();
+    methods::run(&spec, &ctx, &nav, memory, question, &[])
+        .await
+        .unwrap();
+    let prompt = seen.lock().unwrap()[0].clone();
+    prompt.split("\"\"\"").nth(1).unwrap().to_string()
+}
+
+/// bm25-hop-passagesN (issue 66): the best passage, then the own passage (by its title) of a
+/// name the best passage holds, though the question shares no word with it; bm25-passagesN at
+/// the same budget shows the distractor that shares the question's words instead.
+#[tokio::test]
+async fn the_hop_baseline_shows_the_own_passage_of_a_name_the_best_passage_holds() {
+    let doc = "Passage 1:\nRon Joyce\nRon Joyce was a Canadian businessman who helped found Tim Hortons.\n\nPassage 2:\nBurger Palace\nBurger Palace has restaurants in Ohio.\n\nPassage 3:\nTim Hortons (company)\nTim Hortons has 4,846 outlets.\n\nPassage 4:\nOttawa\nOttawa is the capital city of Canada.";
+    let memory = segments_memory(doc);
+    let question = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let plain = shown_by("bm25-passages50", &memory, question).await;
+    assert!(
+        plain.contains("Ron Joyce was") && plain.contains("Burger Palace has"),
+        "{plain}"
+    );
+    assert!(!plain.contains("4,846"), "{plain}");
+    let hop = shown_by("bm25-hop-passages50", &memory, question).await;
+    assert!(
+        hop.contains("Ron Joyce was") && hop.contains("4,846"),
+        "{hop}"
+    );
+    assert!(!hop.contains("Burger Palace has"), "{hop}");
+}

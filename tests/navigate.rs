@@ -155,6 +155,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         answer_sentence_tokens: 0,
         check_threshold: 0.0,
         start_bridge: false,
+        start_hop: false,
         passage_tokens: 0,
         context_tokens: 0,
     }
@@ -911,5 +912,68 @@ async fn the_second_hop_start_puts_the_bridge_entitys_segment_next() {
         generic.steps[0].note.contains("bridge entities []"),
         "{}",
         generic.steps[0].note
+    );
+}
+
+/// The hop (`navigate.start_hop`) puts the own passage of an entity the best passage names
+/// (the passage titled with its name, a parenthesis aside) right after the best one, though no
+/// entity of E_s links it; a passage that only names the entity does not count as its own.
+#[tokio::test]
+async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next() {
+    let mut m = memory(5);
+    let texts = [
+        "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
+        "Passage 2:\nGamma\nGamma is a fruit stall where Alpha likes bananas.\n\n",
+        "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
+        "Passage 4:\nEpsilon\nEpsilon once wrote about Beta and its headquarters.\n\n",
+    ];
+    let mut pos = 0;
+    m.segments = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let s = Segment {
+                index: i,
+                start: pos,
+                end: pos + t.len(),
+                text: t.to_string(),
+                tokens: count_tokens(t),
+            };
+            pos = s.end;
+            s
+        })
+        .collect();
+    for (name, segs) in [
+        ("Alpha", vec![0, 1]),
+        ("Beta", vec![0, 2, 3]),
+        ("Gamma", vec![1]),
+        ("Delta", vec![2]),
+    ] {
+        let n = m.find_entity(name).unwrap();
+        m.graph[n].segments = segs.into_iter().collect();
+    }
+    let (plain, _) = ask(&m, options(Method::Kn, 4096, 1), vec![]).await;
+    assert!(
+        plain.steps[0].note.contains("kept [0, 1]"),
+        "{}",
+        plain.steps[0].note
+    );
+    let mut opts = options(Method::Kn, 4096, 1);
+    opts.start_hop = true;
+    let (hopped, _) = ask(&m, opts, vec![]).await;
+    let note = &hopped.steps[0].note;
+    assert!(note.contains("kept [0, 2, 1]"), "{note}");
+    assert!(note.contains(r#"own passages of ["beta"]"#), "{note}");
+    // Without passage titles there are no own passages: the order is the plain one.
+    for s in &mut m.segments {
+        s.text = s.text.replace("Passage ", "Section ");
+    }
+    let mut opts = options(Method::Kn, 4096, 1);
+    opts.start_hop = true;
+    let (untitled, _) = ask(&m, opts, vec![]).await;
+    assert!(
+        untitled.steps[0].note.contains("kept [0, 1]"),
+        "{}",
+        untitled.steps[0].note
     );
 }

@@ -300,6 +300,12 @@ pub struct NavigateConfig {
     /// paper's start, ranked S_imp only). Left out of the written configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_bridge: bool,
+    /// KN and TE: order the start set by the hop from its best unit (`navigate::bridge`): the
+    /// best unit, then the own passages (the passages titled with their names) of the
+    /// entities it names, at most two, then the start set by rank; KN's final context
+    /// likewise (false: the paper's start). Left out of the written configuration when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub start_hop: bool,
     /// Navigate and answer over the document's own passages (`text::passages`, each at most
     /// this many tokens) instead of the memory's segments: the graph's passage view
     /// (`Memory::passage_view`), built without an LLM call (0: segments, the paper).
@@ -328,6 +334,7 @@ impl Default for NavigateConfig {
             answer_sentence_tokens: 0,
             check_threshold: 0.0,
             start_bridge: false,
+            start_hop: false,
             passage_tokens: 0,
             context_tokens: 0,
         }

@@ -35,6 +35,10 @@ pub enum Baseline {
     /// BM25 over the document's passages (`text::passages`): the best passages, shown in
     /// document order under their titles, within this many tokens.
     Bm25Passages(usize),
+    /// `bm25-passagesN` with the hop (`text::passages::hop`): the best passage, then the own
+    /// passages (by title) of the names it holds, then the rest by BM25: the path from a
+    /// passage to the passage of an entity it names, without the graph.
+    Bm25HopPassages(usize),
     /// The embedder over the document's passages, within this many tokens.
     DensePassages(usize),
     VanillaLeft,
@@ -67,12 +71,16 @@ impl FromStr for Baseline {
                     .filter(|n| s.strip_prefix("bm25-passages") == Some(n.to_string().as_str()))
                 {
                     Ok(Baseline::Bm25Passages(n))
+                } else if let Some(n) = k("bm25-hop-passages")
+                    .filter(|n| s.strip_prefix("bm25-hop-passages") == Some(n.to_string().as_str()))
+                {
+                    Ok(Baseline::Bm25HopPassages(n))
                 } else if let Some(n) = k("contriever-passages").filter(|n| {
                     s.strip_prefix("contriever-passages") == Some(n.to_string().as_str())
                 }) {
                     Ok(Baseline::DensePassages(n))
                 } else {
-                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
+                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, bm25-hop-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
                 }
             }
         }
@@ -86,6 +94,7 @@ impl fmt::Display for Baseline {
             Baseline::Bm25Sentences(n) => write!(f, "bm25-sentences{n}"),
             Baseline::Dense(k) => write!(f, "contriever-top{k}"),
             Baseline::Bm25Passages(n) => write!(f, "bm25-passages{n}"),
+            Baseline::Bm25HopPassages(n) => write!(f, "bm25-hop-passages{n}"),
             Baseline::DensePassages(n) => write!(f, "contriever-passages{n}"),
             Baseline::VanillaLeft => f.write_str("vanilla-left"),
             Baseline::VanillaRight => f.write_str("vanilla-right"),
@@ -95,7 +104,7 @@ impl fmt::Display for Baseline {
 }
 
 pub const FAMILY: Family = Family {
-    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), contriever-topK, vanilla-left, vanilla-right, full",
+    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), bm25-hop-passagesN (bm25-passagesN with the hop to the own passages of the names the best passage holds), contriever-topK, vanilla-left, vanilla-right, full",
     parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
 };
 
@@ -133,9 +142,10 @@ impl Method for Baseline {
             Baseline::Bm25(_) | Baseline::Dense(_) | Baseline::Full => {
                 Recorded::Segments { answer: true }
             }
-            Baseline::Bm25Sentences(_) | Baseline::Bm25Passages(_) | Baseline::DensePassages(_) => {
-                Recorded::Unknown
-            }
+            Baseline::Bm25Sentences(_)
+            | Baseline::Bm25Passages(_)
+            | Baseline::Bm25HopPassages(_)
+            | Baseline::DensePassages(_) => Recorded::Unknown,
         }
     }
 }
@@ -186,7 +196,7 @@ impl Baseline {
         embedder: &dyn crate::embed::Embedder,
     ) -> Result<Option<Memory>, MethodError> {
         let dense = match self {
-            Baseline::Bm25Passages(_) => false,
+            Baseline::Bm25Passages(_) | Baseline::Bm25HopPassages(_) => false,
             Baseline::DensePassages(_) => true,
             _ => return Ok(None),
         };
@@ -216,6 +226,26 @@ fn rank_units(
         .collect())
 }
 
+/// The units of `ranked` (best first) in the hop's order, the own passages found by title: a passage is the
+/// own passage of a name the best passage holds when its title occurs there as whole words.
+fn hop_by_title(memory: &Memory, best: usize, ranked: &[(usize, f32)]) -> Vec<usize> {
+    use crate::text::passages::{hop, unit_titles};
+    let body = memory
+        .segments
+        .get(best)
+        .map(|u| u.text.to_lowercase())
+        .unwrap_or_default();
+    let order: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
+    hop(
+        best,
+        &order,
+        &unit_titles(&memory.segments),
+        |t| crate::text::occurs_in(&body, t),
+        &order,
+    )
+    .0
+}
+
 /// What `baseline` shows for question `q` over `memory`'s units (the passage baselines expect
 /// the passage view), with no LLM call.
 fn context(
@@ -236,15 +266,22 @@ fn context(
             let (text, shown) = window.fit(prompts, PromptId::Answer, &q, memory, &[], &top)?;
             (text, shown, format!("top {k}: {top:?}"))
         }
-        Baseline::Bm25Passages(n) | Baseline::DensePassages(n) => {
+        Baseline::Bm25Passages(n) | Baseline::DensePassages(n) | Baseline::Bm25HopPassages(n) => {
             // `memory` is the passage view: every passage ranked, the best shown within n
             // tokens, in document order.
-            let lexical = matches!(baseline, Baseline::Bm25Passages(_));
+            let lexical = !matches!(baseline, Baseline::DensePassages(_));
             let ranked = rank_units(lexical, embedder, memory, &q)?;
+            // The hop's order is kept as given; the others are taken by score.
+            let (kept, ranked) = match (baseline, ranked.first()) {
+                (Baseline::Bm25HopPassages(_), Some(&(best, _))) => {
+                    (hop_by_title(memory, best, &ranked), Vec::new())
+                }
+                _ => (Vec::new(), ranked),
+            };
             let (text, shown) =
                 window
                     .within(n)
-                    .fit(prompts, PromptId::Answer, &q, memory, &[], &ranked)?;
+                    .fit(prompts, PromptId::Answer, &q, memory, &kept, &ranked)?;
             let note = format!("{} passages within {n} tokens", shown.len());
             (text, shown, note)
         }

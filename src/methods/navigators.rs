@@ -37,13 +37,16 @@ pub struct Navigate {
     /// KN and TE order the start set (and KN its final context) for the second hop
     /// (`navigate.start_bridge`).
     pub bridge: bool,
+    /// KN and TE order the start set (and KN its final context) by the hop from the best unit
+    /// to the own passages of the entities it names (`navigate.start_hop`).
+    pub hop: bool,
     /// Navigate and answer over the document's passages, every prompt showing at most this
     /// many tokens of them (0: segments, as configured).
     pub passages: usize,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order; e.g. kn-passages400, kn-sentences1000-check44",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order; e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
@@ -75,6 +78,13 @@ pub const MODIFIERS: &[Modifier] = &[
         effect: "KN and TE: the start ordered for the second hop (navigate.start_bridge)",
         get: |n| usize::from(n.bridge),
         set: |n, _| n.bridge = true,
+    },
+    Modifier {
+        suffix: "-hop",
+        numbered: false,
+        effect: "KN and TE: the start's best unit, then the own passages of the entities it names (navigate.start_hop)",
+        get: |n| usize::from(n.hop),
+        set: |n, _| n.hop = true,
     },
     Modifier {
         suffix: "-final-s-mix",
@@ -132,6 +142,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
         answer_sentences: 0,
         check_percent: 0,
         bridge: false,
+        hop: false,
         passages: 0,
     };
     // Strip the modifiers from the end, each at most once, in the reverse of the table's order.
@@ -201,7 +212,9 @@ impl Navigate {
             || self.method == NavMethod::Te && !self.reflection
             || !kn && (self.final_s_mix || self.check_percent > 0)
             || self.check_percent > 99
-            || ablation_memory && self.bridge)
+            || ges && self.hop
+            || self.bridge && self.hop
+            || ablation_memory && (self.bridge || self.hop))
     }
 
     /// The navigation settings of this navigator: the configuration's `[navigate]` with this
@@ -228,6 +241,9 @@ impl Navigate {
         }
         if self.bridge {
             opts.start_bridge = true;
+        }
+        if self.hop {
+            opts.start_hop = true;
         }
         if self.passages > 0 {
             opts.passage_tokens = crate::text::passages::cap(opts.passage_tokens);

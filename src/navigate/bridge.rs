@@ -7,6 +7,13 @@
 //! segment's paragraphs that name an entity of E_s (the paragraph that answers the first hop),
 //! other than E_s's own and those linked to over a fifth of the segments. Any segment of the
 //! document may come in; ties keep the given order, then document order.
+//!
+//! The hop (issue 66; `navigate.start_hop`) follows the same path at passage grain, from an
+//! entity to its own passage: the best unit first, then the units that hold the own passages
+//! (the LongBench `Passage i:` passage titled with one of its names, a parenthesis after the
+//! name aside) of the entities the best unit names, at most `text::passages::HOP_HOMES` of them, best by the
+//! question's BM25 over the whole document; then the given ranking. A document without passage
+//! titles has no own passages, and the order is the given one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,11 +22,12 @@ use petgraph::stable_graph::NodeIndex;
 use super::Navigator;
 use crate::memory::schema::paragraphs;
 use crate::memory::Entity;
-use crate::text::occurs_in;
+use crate::text::passages::{hop, title_key, unit_titles};
+use crate::text::{occurs_in, Bm25};
 
 /// Mentions shorter than this (in characters) neither mark a paragraph as naming E_s nor make
 /// an entity a bridge: two- and three-letter names ("US", "The") match too much.
-const MIN_MENTION: usize = 4;
+const MIN_MENTION: usize = crate::text::passages::MIN_NAME;
 
 impl Navigator<'_> {
     /// `ranked` (best first) in the second-hop order, with the bridge entities' names. A
@@ -81,6 +89,55 @@ impl Navigator<'_> {
         let mut names: Vec<String> = bridges.iter().map(|&n| g[n].name.clone()).collect();
         names.sort();
         (order, names)
+    }
+}
+
+impl Navigator<'_> {
+    /// `ranked` (best first) in the hop's order (see the module docs), with the titles of
+    /// the own passages it brought. A unit keeps its score when `ranked` has one, 0 otherwise.
+    pub(crate) fn hop_order(
+        &self,
+        question: &str,
+        ranked: &[(usize, f32)],
+    ) -> (Vec<(usize, f32)>, Vec<String>) {
+        let Some(&(best, _)) = ranked.first() else {
+            return (Vec::new(), Vec::new());
+        };
+        let g = &self.memory.graph;
+        // The names of the entities the best unit names.
+        let named: BTreeSet<String> = g
+            .node_indices()
+            .map(|n| &g[n])
+            .filter(|e| {
+                !e.generic && e.kind != "number" && e.kind != "time" && e.segments.contains(&best)
+            })
+            .flat_map(|e| names(e).map(|m| title_key(&m)).collect::<Vec<_>>())
+            .collect();
+        let texts: Vec<&str> = self
+            .memory
+            .segments
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect();
+        let by_question: Vec<usize> = Bm25::new(&texts)
+            .rank(question)
+            .into_iter()
+            .map(|(u, _)| u)
+            .collect();
+        let rest: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
+        let (order, via) = hop(
+            best,
+            &by_question,
+            &unit_titles(&self.memory.segments),
+            |t| named.contains(t),
+            &rest,
+        );
+        let score: BTreeMap<usize, f32> = ranked.iter().copied().collect();
+        let order = order
+            .into_iter()
+            .map(|u| (u, score.get(&u).copied().unwrap_or(0.0)))
+            .collect();
+        (order, via)
     }
 }
 

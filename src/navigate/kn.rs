@@ -203,10 +203,19 @@ impl Navigator<'_> {
                 let ranked = self.rank_segments(&query, &pool, &weighed)?;
                 let ranked = if self.opts.start_bridge {
                     self.bridge_order(start, &ranked).0
+                } else if self.opts.start_hop {
+                    self.hop_order(&run.question, &ranked).0
                 } else {
                     ranked
                 };
-                let fits = self.shown(run, &[], &ranked)?;
+                // The hop's order is kept as given (its own passages may have no score); the
+                // others are taken by score.
+                let fits = if self.opts.start_hop {
+                    let order: Vec<usize> = ranked.iter().map(|&(s, _)| s).collect();
+                    self.shown(run, &order, &[])?
+                } else {
+                    self.shown(run, &[], &ranked)?
+                };
                 let best: Vec<usize> = ranked
                     .iter()
                     .map(|&(s, _)| s)

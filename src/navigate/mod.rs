@@ -138,10 +138,14 @@ impl<'a> Navigator<'a> {
                 let (ranked, [lexical, dense, weight]) =
                     self.rank_segments_by_signal(&run.question, &all, &start)?;
                 // The second hop (`navigate.start_bridge`): the best segment, then the segments
-                // that name its bridge entities, from the whole document.
+                // that name its bridge entities, from the whole document; or the hop
+                // (`navigate.start_hop`): the best unit, then its entities' own passages.
                 let (ranked, bridges) = if self.opts.start_bridge {
                     let (order, names) = self.bridge_order(&start, &ranked);
-                    (order, Some(names))
+                    (order, Some(("second-hop order (bridge entities", names)))
+                } else if self.opts.start_hop {
+                    let (order, names) = self.hop_order(&run.question, &ranked);
+                    (order, Some(("hop order (own passages of", names)))
                 } else {
                     (ranked, None)
                 };
@@ -158,9 +162,8 @@ impl<'a> Navigator<'a> {
                         dense,
                         weight
                     ));
-                    if let Some(names) = bridges {
-                        step.note
-                            .push_str(&format!("; second-hop order (bridge entities {names:?})"));
+                    if let Some((how, names)) = bridges {
+                        step.note.push_str(&format!("; {how} {names:?})"));
                     }
                 }
                 if self.opts.method == NavMethod::Kn {

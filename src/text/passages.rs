@@ -87,6 +87,73 @@ pub fn passages(document: &str, max_tokens: usize) -> Vec<Segment> {
     out
 }
 
+/// The own passages the hop puts after the best unit, at most: a two-hop question needs one,
+/// a comparison of two named entities two. Set before any measurement, not tuned.
+pub const HOP_HOMES: usize = 2;
+
+/// Names and passage titles shorter than this (in characters) are no one's own passage: two-
+/// and three-letter names ("US", "The") match too much.
+pub const MIN_NAME: usize = 4;
+
+/// A passage title or a name as the hop compares them: lowercased and trimmed, without a
+/// parenthesis at its end ("Manson (film)" is Manson's own passage).
+pub fn title_key(t: &str) -> String {
+    let t = t.trim();
+    let t = match t.rfind(" (") {
+        Some(i) if t.ends_with(')') => &t[..i],
+        _ => t,
+    };
+    t.trim().to_lowercase()
+}
+
+/// Each unit's passage titles (LongBench `Passage i:` headers in its text), as [`title_key`]
+/// writes them; a unit without headers has none.
+pub fn unit_titles(units: &[Segment]) -> Vec<Vec<String>> {
+    units
+        .iter()
+        .map(|u| {
+            headers(&u.text)
+                .into_iter()
+                .map(|(_, t)| title_key(t))
+                .filter(|t| t.chars().count() >= MIN_NAME)
+                .collect()
+        })
+        .collect()
+}
+
+/// The hop from the best unit to the own passages of the names it holds (issue 66): `best`,
+/// then at most [`HOP_HOMES`] other units, taken in `by_question` order (the question's BM25
+/// over every unit), that hold a passage titled with a name `named` accepts, then `rest` in
+/// its order. Returns the order (each unit once) and the titles that brought units.
+pub fn hop(
+    best: usize,
+    by_question: &[usize],
+    titles: &[Vec<String>],
+    named: impl Fn(&str) -> bool,
+    rest: &[usize],
+) -> (Vec<usize>, Vec<String>) {
+    let mut order = vec![best];
+    let mut via = Vec::new();
+    for &u in by_question {
+        if via.len() >= HOP_HOMES {
+            break;
+        }
+        if u == best || order.contains(&u) {
+            continue;
+        }
+        if let Some(t) = titles.get(u).and_then(|ts| ts.iter().find(|t| named(t))) {
+            order.push(u);
+            via.push(t.clone());
+        }
+    }
+    for &u in rest {
+        if !order.contains(&u) {
+            order.push(u);
+        }
+    }
+    (order, via)
+}
+
 fn push(out: &mut Vec<Segment>, start: usize, end: usize, text: &str, tokens: usize) {
     out.push(Segment {
         index: out.len(),
@@ -129,6 +196,28 @@ fn blank_line_starts(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hop_brings_the_own_passages_of_the_names_the_best_unit_holds() {
+        let doc = "Passage 1:\nRon Joyce\nRon Joyce co-founded Tim Hortons.\n\nPassage 2:\nOttawa\nOttawa has restaurants.\n\nPassage 3:\nTim Hortons (chain)\nTim Hortons has 4,800 restaurants.\n\nPassage 4:\nUS\nShort title.\n";
+        let units = passages(doc, 300);
+        let titles = unit_titles(&units);
+        assert_eq!(titles[2], ["tim hortons"]);
+        assert!(titles[3].is_empty(), "a title under MIN_NAME names no one");
+        let body = units[0].text.to_lowercase();
+        let named = |t: &str| crate::text::occurs_in(&body, t);
+        // By the question's order, passage 1 (Ottawa) comes before 2, but only 2 is the own
+        // passage of a name passage 0 holds; passage 0 is its own title's and comes first.
+        let (order, via) = hop(0, &[1, 2, 0, 3], &titles, named, &[3, 1]);
+        assert_eq!(order, [0, 2, 3, 1]);
+        assert_eq!(via, ["tim hortons"]);
+        // At most HOP_HOMES own passages.
+        let (order, via) = hop(1, &[0, 2, 3], &titles, |_| true, &[]);
+        assert_eq!(order.len(), 1 + HOP_HOMES);
+        assert_eq!(via.len(), HOP_HOMES);
+        assert_eq!(title_key(" Manson (film) "), "manson");
+        assert_eq!(title_key("(1999)"), "(1999)");
+    }
 
     fn covers(doc: &str, ps: &[Segment]) {
         assert_eq!(ps.iter().map(|p| p.text.as_str()).collect::<String>(), doc);
