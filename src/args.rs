@@ -232,7 +232,9 @@ pub(crate) struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) experiment: Option<PathBuf>,
     /// hotpotqa (distractor json), longbench (jsonl), longbench-style (built from HotpotQA
-    /// json), quality (L-Eval jsonl), quality-flat (QuALITY's own jsonl), qasper (L-Eval jsonl).
+    /// json), 2wiki (2WikiMultihopQA json), musique (MuSiQue jsonl), 2wiki-longbench-style and
+    /// musique-longbench-style (their LongBench-style long contexts), quality (L-Eval jsonl),
+    /// quality-flat (QuALITY's own jsonl), qasper (L-Eval jsonl).
     #[arg(long)]
     pub(crate) dataset: Option<String>,
     #[arg(long, value_name = "PATH")]
