@@ -48,6 +48,8 @@ runs=(
   "build-cost-compact-v1-cut2:build-cost-compact-v1-cut2.toml"
   "graphs-longbench-style-31-60:graphs-longbench-style-31-60.toml"
   "ablations-longbench-style:ablations-longbench-style.toml"
+  "2wiki-longbench-style:2wiki-longbench-style.toml"
+  "musique-longbench-style:musique-longbench-style.toml"
 )
 # The committed comparisons (qrmem compare): output directory -> its runs, in order.
 compares=(
