@@ -25,7 +25,8 @@ if data.endswith(".jsonl"):
         for n, line in enumerate(f, 1):
             if line.strip():
                 item = json.loads(line)
-                kinds[item["id"]] = item["id"].split("__")[0]
+                # "3hop1__..." is a 3-hop question (the digit after "hop" is its shape).
+                kinds[item["id"]] = item["id"].split("hop")[0] + "hop"
 else:
     with open(data) as f:
         for item in json.load(f):
