@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::bow::Bow;
-use qrmem::answer::Window;
+use qrmem::answer::{Trace, Window};
 use qrmem::config::Config;
 use qrmem::llm::{LedgerSnapshot, Policy, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, Memory};
@@ -373,6 +373,28 @@ fn segments_memory(doc: &str) -> Prepared {
     )))
 }
 
+/// The trace, and the text between the answer prompt's quotes, when the one-prompt method
+/// `name` answers `question` over `memory` (default configuration, a 4,096-token window).
+async fn shown_by(name: &str, memory: &Prepared, question: &str) -> (Trace, String) {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        gold: None,
+    };
+    let spec: MethodSpec = name.parse().unwrap();
+    let t = methods::run(&spec, &ctx, &nav, memory, question, &[])
+        .await
+        .unwrap();
+    let prompt = seen.lock().unwrap()[0].clone();
+    (t, prompt.split("\"\"\"").nth(1).unwrap().to_string())
+}
+
 #[tokio::test]
 async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
     let prompts = Prompts::load().unwrap();
@@ -423,33 +445,16 @@ async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
 
 #[tokio::test]
 async fn bm25_sentences_shows_the_best_sentences_within_its_budget() {
-    let prompts = Prompts::load().unwrap();
-    let nav = Config::default().navigate;
     let (doc, _) = passages_doc();
     let memory = segments_memory(&doc);
-    let (llm, seen) = recording();
-    let svc = Service::new(llm, None, policy());
-    let ctx = Ctx {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &Bow,
-        window: Window::new(4096, 256),
-        gold: None,
-    };
-    let spec: MethodSpec = "bm25-sentences40".parse().unwrap();
-    let t = methods::run(
-        &spec,
-        &ctx,
-        &nav,
+    let (t, shown) = shown_by(
+        "bm25-sentences40",
         &memory,
         "Which thing is of the garnet kind?",
-        &[],
     )
-    .await
-    .unwrap();
-    let prompt = seen.lock().unwrap()[0].clone();
-    let shown = prompt.split("\"\"\"").nth(1).unwrap().trim().to_string();
-    assert!(qrmem::text::count_tokens(&shown) <= 40, "{shown}");
+    .await;
+    let shown = shown.trim();
+    assert!(qrmem::text::count_tokens(shown) <= 40, "{shown}");
     // The best sentence is there under its title; the rest are other "thing ... kind"
     // sentences and neighbours, in document order.
     assert!(
@@ -553,29 +558,14 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
     let nav = Config::default().navigate;
     let (doc, _) = passages_doc();
     let memory = segments_memory(&doc);
-    let (llm, seen) = recording();
-    let svc = Service::new(llm, None, policy());
-    let ctx = Ctx {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &Bow,
-        window: Window::new(4096, 256),
-        gold: None,
-    };
-    let spec: MethodSpec = "bm25-passages60".parse().unwrap();
-    let t = methods::run(
-        &spec,
-        &ctx,
-        &nav,
+    let (t, shown) = shown_by(
+        "bm25-passages60",
         &memory,
         "Which thing is of the garnet kind?",
-        &[],
     )
-    .await
-    .unwrap();
-    let prompt = seen.lock().unwrap()[0].clone();
-    let shown = prompt.split("\"\"\"").nth(1).unwrap().trim().to_string();
-    assert!(qrmem::text::count_tokens(&shown) <= 60, "{shown}");
+    .await;
+    let shown = shown.trim();
+    assert!(qrmem::text::count_tokens(shown) <= 60, "{shown}");
     assert!(
         shown.contains("Passage 7:\nTitle 7\nTitle 7 is a thing of the garnet kind. It has the colour number 7. It is long enough to be a sentence."),
         "{shown}"
@@ -639,27 +629,6 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
     }
 }
 
-/// The text between the answer prompt's quotes when `name` answers `question` over `memory`.
-async fn shown_by(name: &str, memory: &Prepared, question: &str) -> String {
-    let prompts = Prompts::load().unwrap();
-    let nav = Config::default().navigate;
-    let (llm, seen) = recording();
-    let svc = Service::new(llm, None, policy());
-    let ctx = Ctx {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &Bow,
-        window: Window::new(4096, 256),
-        gold: None,
-    };
-    let spec: MethodSpec = name.parse().unwrap();
-    methods::run(&spec, &ctx, &nav, memory, question, &[])
-        .await
-        .unwrap();
-    let prompt = seen.lock().unwrap()[0].clone();
-    prompt.split("\"\"\"").nth(1).unwrap().to_string()
-}
-
 /// bm25-hop-passagesN (issue 66): the best passage, then the own passage (by its title) of a
 /// name the best passage holds, though the question shares no word with it; bm25-passagesN at
 /// the same budget shows the distractor that shares the question's words instead.
@@ -668,13 +637,13 @@ async fn the_hop_baseline_shows_the_own_passage_of_a_name_the_best_passage_holds
     let doc = "Passage 1:\nRon Joyce\nRon Joyce was a Canadian businessman who helped found Tim Hortons.\n\nPassage 2:\nBurger Palace\nBurger Palace has restaurants in Ohio.\n\nPassage 3:\nTim Hortons (company)\nTim Hortons has 4,846 outlets.\n\nPassage 4:\nOttawa\nOttawa is the capital city of Canada.";
     let memory = segments_memory(doc);
     let question = "How many restaurants comprise the chain that Ron Joyce helped found?";
-    let plain = shown_by("bm25-passages50", &memory, question).await;
+    let (_, plain) = shown_by("bm25-passages50", &memory, question).await;
     assert!(
         plain.contains("Ron Joyce was") && plain.contains("Burger Palace has"),
         "{plain}"
     );
     assert!(!plain.contains("4,846"), "{plain}");
-    let hop = shown_by("bm25-hop-passages50", &memory, question).await;
+    let (_, hop) = shown_by("bm25-hop-passages50", &memory, question).await;
     assert!(
         hop.contains("Ron Joyce was") && hop.contains("4,846"),
         "{hop}"

@@ -218,8 +218,7 @@ fn rank_units(
     if !lexical {
         return Ok(crate::embed::score_segments(embedder, memory, q)?);
     }
-    let texts: Vec<&str> = memory.segments.iter().map(|s| s.text.as_str()).collect();
-    Ok(Bm25::new(&texts)
+    Ok(Bm25::over(&memory.segments)
         .rank(q)
         .into_iter()
         .map(|(i, s)| (i, s as f32))

@@ -113,13 +113,7 @@ impl Navigator<'_> {
             })
             .flat_map(|e| names(e).map(|m| title_key(&m)).collect::<Vec<_>>())
             .collect();
-        let texts: Vec<&str> = self
-            .memory
-            .segments
-            .iter()
-            .map(|s| s.text.as_str())
-            .collect();
-        let by_question: Vec<usize> = Bm25::new(&texts)
+        let by_question: Vec<usize> = Bm25::over(&self.memory.segments)
             .rank(question)
             .into_iter()
             .map(|(u, _)| u)

@@ -66,19 +66,13 @@ impl Navigator<'_> {
         if segments.is_empty() {
             return Ok((Vec::new(), Default::default()));
         }
-        let texts: Vec<&str> = self
-            .memory
-            .segments
-            .iter()
-            .map(|s| s.text.as_str())
-            .collect();
         let within = |ranked: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
             ranked
                 .into_iter()
                 .filter(|(s, _)| segments.contains(s))
                 .collect()
         };
-        let lexical = within(Bm25::new(&texts).rank(query));
+        let lexical = within(Bm25::over(&self.memory.segments).rank(query));
         let dense = within(
             crate::embed::score_segments(self.embedder, self.memory, query)?
                 .into_iter()

@@ -58,6 +58,12 @@ impl Bm25 {
         }
     }
 
+    /// An index over `units` (a memory's segments or passages), a document each.
+    pub fn over(units: &[super::Segment]) -> Self {
+        let texts: Vec<&str> = units.iter().map(|u| u.text.as_str()).collect();
+        Bm25::new(&texts)
+    }
+
     /// Scores every document against `query`: (document index, score), best first, ties by index.
     pub fn rank(&self, query: &str) -> Vec<(usize, f64)> {
         let n = self.docs.len() as f64;
