@@ -156,6 +156,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         check_threshold: 0.0,
         start_bridge: false,
         start_hop: false,
+        answer_path: false,
         passage_tokens: 0,
         context_tokens: 0,
     }
@@ -976,4 +977,52 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
         "{}",
         untitled.steps[0].note
     );
+}
+
+/// The path (`navigate.answer_path`): KN's final answer prompt shows, above its units, the
+/// relation edges its trials followed, in order; without the option the prompt holds none.
+#[tokio::test]
+async fn the_path_shows_the_relations_the_trials_followed_above_the_answer_context() {
+    let m = memory(5);
+    let (plain, llm) = ask(&m, options(Method::Kn, 4096, 2), vec![]).await;
+    let plain_prompt = prompt_of(llm.received().last().unwrap());
+    assert!(
+        plain_prompt.contains("give your best guess"),
+        "{plain_prompt}"
+    );
+    assert!(
+        !plain_prompt.contains("Relations that lead"),
+        "{plain_prompt}"
+    );
+    let mut opts = options(Method::Kn, 4096, 2);
+    opts.answer_path = true;
+    let (pathed, llm) = ask(&m, opts, vec![]).await;
+    let prompt = prompt_of(llm.received().last().unwrap());
+    let quoted = prompt
+        .split("\"\"\"")
+        .nth(1)
+        .expect("the answer prompt quotes its text");
+    // The relations of the trials, in the order followed: Beta first (the question's words),
+    // then Gamma (Alpha's other edge).
+    let followed: Vec<String> = pathed
+        .steps
+        .iter()
+        .filter(|s| s.kind == qrmem::answer::StepKind::Expand && !s.chosen.is_empty())
+        .map(|s| s.chosen[0].text.clone())
+        .collect();
+    assert_eq!(
+        followed,
+        [
+            "Alpha | Alpha founded the company Beta | Beta",
+            "Alpha | Alpha likes bananas from Gamma | Gamma"
+        ]
+    );
+    let founded = quoted.find(&followed[0]).unwrap();
+    let hq = quoted.find(&followed[1]).unwrap();
+    assert!(founded < hq, "{quoted}");
+    // Above the units, which are the same as without the path.
+    assert!(hq < quoted.find("Alpha is a person").unwrap(), "{quoted}");
+    assert_eq!(plain.final_segments, pathed.final_segments);
+    let last = pathed.steps.last().unwrap();
+    assert!(last.note.contains("path shown"), "{}", last.note);
 }

@@ -1,6 +1,6 @@
 //! The answering vocabulary every method shares, navigators and seed systems alike: the
 //! context window L and the fitting of text into it ([`Window`]), the answer prompt
-//! ([`answer_from`]), multiple-choice options ([`with_options`], [`option_letter`]) and the
+//! ([`answer_from`], and [`answer_step`] with the trace step it records), multiple-choice options ([`with_options`], [`option_letter`]) and the
 //! [`Trace`] a method returns.
 //!
 //! Boundary: this module knows prompts, the LLM service and the memory's segments, not the
@@ -12,7 +12,7 @@ mod trace;
 mod window;
 
 pub use options::{option_letter, with_options};
-pub use prompt::answer_from;
+pub use prompt::{answer_from, answer_step, Answered};
 pub use trace::{ScoredEdge, Step, StepKind, Trace};
 pub use window::Window;
 

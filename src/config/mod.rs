@@ -306,6 +306,11 @@ pub struct NavigateConfig {
     /// likewise (false: the paper's start). Left out of the written configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_hop: bool,
+    /// KN: the final answer prompt shows, above its units, the relations the trials followed
+    /// from the question's entities (head, description, tail; issue 66 item 4). False: the
+    /// units only, as the paper. Left out of the written configuration when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answer_path: bool,
     /// Navigate and answer over the document's own passages (`text::passages`, each at most
     /// this many tokens) instead of the memory's segments: the graph's passage view
     /// (`Memory::passage_view`), built without an LLM call (0: segments, the paper).
@@ -335,6 +340,7 @@ impl Default for NavigateConfig {
             check_threshold: 0.0,
             start_bridge: false,
             start_hop: false,
+            answer_path: false,
             passage_tokens: 0,
             context_tokens: 0,
         }

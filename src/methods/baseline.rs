@@ -13,14 +13,14 @@ use super::spec::{MemoryKind, MethodError, Prepared};
 
 use super::Ctx;
 use crate::answer::{
-    answer_from, option_letter, with_options, AnswerError, Step, StepKind, Trace, Window,
+    answer_step, option_letter, with_options, AnswerError, Answered, Trace, Window,
 };
 use crate::config::NavigateConfig;
 use crate::memory::Memory;
 use crate::prompts::{PromptId, Prompts};
 use crate::text::sentences::Sentences;
 use crate::text::span::{self, Span};
-use crate::text::{count_tokens, excerpt, truncate_tokens, Bm25};
+use crate::text::{excerpt, truncate_tokens, Bm25};
 
 /// A baseline method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,30 +354,37 @@ pub async fn one_prompt_answer(
 ) -> Result<Trace, AnswerError> {
     let llm = ctx.llm;
     let q = with_options(question, options);
-    let (answer, reasoning) = answer_from(llm, ctx.prompts, &q, &shown.text).await?;
+    let spans = span::merge(shown.spans);
+    let segments = shown.segments;
+    let Answered {
+        answer,
+        reasoning,
+        step,
+    } = answer_step(
+        llm,
+        ctx.prompts,
+        &q,
+        &shown.text,
+        segments.clone(),
+        shown.note,
+    )
+    .await?;
     let after = llm.ledger().snapshot().total();
     let answer = if options.is_empty() {
         answer.trim().to_string()
     } else {
         option_letter(&answer, options)
     };
-    let spans = span::merge(shown.spans);
     let mut trace = Trace {
         method: method.to_string(),
         question: question.to_string(),
         answer,
         answered: false,
-        reasoning: reasoning.clone(),
+        reasoning,
         start_entities: vec![],
-        steps: vec![Step {
-            kind: StepKind::Answer,
-            segments: shown.segments.clone(),
-            reason: reasoning,
-            note: shown.note,
-            ..Step::default()
-        }],
-        segments_used: shown.segments.clone(),
-        final_segments: shown.segments,
+        steps: vec![step],
+        segments_used: segments.clone(),
+        final_segments: segments,
         failures: vec![],
         answer_spans: spans.clone(),
         read_spans: spans,
@@ -427,11 +434,9 @@ pub fn segment_spans(memory: &Memory) -> Vec<Span> {
 }
 
 /// The tokens of document text the answer prompt has room for in `window`, for the question
-/// `q` (with its options): the window's prompt budget less the prompt without its segments.
+/// `q` (with its options): [`Window::room`] of the answer prompt.
 pub fn answer_room(prompts: &Prompts, window: Window, q: &str) -> Result<usize, AnswerError> {
-    let overhead =
-        count_tokens(&prompts.render(PromptId::Answer, &[("segments", ""), ("question", q)])?);
-    Ok(window.prompt_budget().saturating_sub(overhead))
+    Ok(window.room(prompts, PromptId::Answer, q)?)
 }
 
 /// What vanilla-left (or, `from_end`, vanilla-right) shows of `document` for the question `q`

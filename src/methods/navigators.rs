@@ -43,10 +43,13 @@ pub struct Navigate {
     /// Navigate and answer over the document's passages, every prompt showing at most this
     /// many tokens of them (0: segments, as configured).
     pub passages: usize,
+    /// KN's final answer prompt shows the relations its trials followed above its units
+    /// (`navigate.answer_path`).
+    pub path: bool,
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order; e.g. kn-passages400, kn-sentences1000-check44",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
@@ -128,6 +131,13 @@ pub const MODIFIERS: &[Modifier] = &[
         get: |n| usize::from(n.relevance_order),
         set: |n, _| n.relevance_order = true,
     },
+    Modifier {
+        suffix: "-path",
+        numbered: false,
+        effect: "KN: the final answer prompt shows the relations its trials followed above its units (navigate.answer_path)",
+        get: |n| usize::from(n.path),
+        set: |n, _| n.path = true,
+    },
 ];
 
 fn parse(name: &str) -> Option<MethodSpec> {
@@ -144,6 +154,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
         bridge: false,
         hop: false,
         passages: 0,
+        path: false,
     };
     // Strip the modifiers from the end, each at most once, in the reverse of the table's order.
     let mut base = name;
@@ -210,7 +221,7 @@ impl Navigate {
         let kn = self.method == NavMethod::Kn;
         !(ges && (!self.reflection || !self.navigation || self.bridge)
             || self.method == NavMethod::Te && !self.reflection
-            || !kn && (self.final_s_mix || self.check_percent > 0)
+            || !kn && (self.final_s_mix || self.check_percent > 0 || self.path)
             || self.check_percent > 99
             || ges && self.hop
             || self.bridge && self.hop
@@ -244,6 +255,9 @@ impl Navigate {
         }
         if self.hop {
             opts.start_hop = true;
+        }
+        if self.path {
+            opts.answer_path = true;
         }
         if self.passages > 0 {
             opts.passage_tokens = crate::text::passages::cap(opts.passage_tokens);

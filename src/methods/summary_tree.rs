@@ -29,7 +29,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::answer::{answer_from, option_letter, with_options, Step, StepKind, Trace, Window};
+use crate::answer::{
+    answer_step, option_letter, with_options, Answered, Step, StepKind, Trace, Window,
+};
 use crate::error::LlmError;
 use crate::llm::{ChatReply, ChatRequest, LedgerSnapshot, Message, Service};
 use crate::memory::StepFailure;
@@ -403,7 +405,16 @@ impl SummaryTree {
             cut = next;
         }
         let text = truncate_tokens(&self.render_plain(&cut), budget, false);
-        let (answer, reasoning) = answer_from(llm, prompts, &q, &text)
+        let leaves: Vec<usize> = cut.iter().filter(|s| s.len == 1).map(|s| s.start).collect();
+        let note = format!(
+            "final cut: {}",
+            cut.iter().map(|s| s.key()).collect::<Vec<_>>().join(", ")
+        );
+        let Answered {
+            answer,
+            reasoning,
+            step,
+        } = answer_step(llm, prompts, &q, &text, leaves.clone(), note)
             .await
             .map_err(|e| TreeError::Answer(e.to_string()))?;
         let answer = if options.is_empty() {
@@ -411,17 +422,7 @@ impl SummaryTree {
         } else {
             option_letter(&answer, options)
         };
-        let leaves: Vec<usize> = cut.iter().filter(|s| s.len == 1).map(|s| s.start).collect();
-        steps.push(Step {
-            kind: StepKind::Answer,
-            segments: leaves.clone(),
-            note: format!(
-                "final cut: {}",
-                cut.iter().map(|s| s.key()).collect::<Vec<_>>().join(", ")
-            ),
-            reason: reasoning.clone(),
-            ..Step::default()
-        });
+        steps.push(step);
         let after = llm.ledger().snapshot().total();
         let mut trace = Trace {
             method: "summary-tree".into(),

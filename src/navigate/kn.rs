@@ -142,6 +142,9 @@ impl Navigator<'_> {
                     trials += 1;
                     if pick.via == Via::Relation {
                         path.insert(pick.node);
+                        if let Some(edge) = pick.edge {
+                            run.path.push(edge);
+                        }
                     }
                     (StepKind::Expand, format!("trial {trials}: {what}"))
                 };
@@ -319,6 +322,7 @@ impl Navigator<'_> {
             .collect();
         Ok(Some(Pick {
             node,
+            edge: Some(best),
             segments,
             chosen: text(best, score),
             candidates: scored.iter().take(5).map(|&(e, s)| text(e, s)).collect(),
@@ -393,6 +397,7 @@ impl Navigator<'_> {
             .collect();
         Ok(scored.first().map(|&(node, seg, score)| Pick {
             node,
+            edge: None,
             segments: g[node]
                 .segments
                 .iter()
@@ -412,6 +417,8 @@ impl Navigator<'_> {
 /// A neighbour chosen by one expansion step.
 struct Pick {
     node: NodeIndex,
+    /// The relation edge it was reached through (none for a co-occurrence).
+    edge: Option<EdgeIndex>,
     /// Its segments, with the score they join S_add with.
     segments: Vec<(usize, f32)>,
     chosen: ScoredEdge,

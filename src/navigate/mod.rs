@@ -21,11 +21,11 @@ pub(crate) use rank::{add_scored, fuse_ranks};
 
 use std::collections::BTreeSet;
 
-use petgraph::stable_graph::NodeIndex;
+use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use thiserror::Error;
 
 use crate::answer::{
-    answer_from, option_letter, with_options, AnswerError, Step, StepKind, Trace, Window,
+    answer_step, option_letter, with_options, AnswerError, Answered, Step, Trace, Window,
 };
 use crate::config::{NavMethod, NavigateConfig};
 use crate::embed::{EmbedError, Embedder};
@@ -78,6 +78,9 @@ pub(crate) struct Run {
     /// The document ranges the final answer prompt showed, when it showed sentences rather
     /// than whole segments.
     pub answer_spans: Option<Vec<Span>>,
+    /// KN: the relation edges its trials followed, in order (`navigate.answer_path` shows
+    /// them to the final answer).
+    pub path: Vec<EdgeIndex>,
 }
 
 impl Run {
@@ -126,6 +129,7 @@ impl<'a> Navigator<'a> {
             multiple_choice: !options.is_empty(),
             focus: BTreeSet::new(),
             answer_spans: None,
+            path: Vec::new(),
         };
         let start = self.start(&mut run).await?;
         run.focus = start.clone();
@@ -236,6 +240,28 @@ impl<'a> Navigator<'a> {
             .collect()
     }
 
+    /// `text` with the path's relations above it when `navigate.answer_path` is on and the
+    /// trials followed any (each `head | description | tail`, in the order followed), and the
+    /// note the answer step records about them (empty when nothing was added).
+    pub(crate) fn with_path(&self, run: &Run, text: String) -> (String, String) {
+        if !self.opts.answer_path {
+            return (text, String::new());
+        }
+        let lines: Vec<String> = run
+            .path
+            .iter()
+            .filter_map(|&e| self.memory.edge_text(e))
+            .collect();
+        if lines.is_empty() {
+            return (text, "; no path to show".to_string());
+        }
+        let block = format!(
+            "Relations that lead from the question's entities to the passages below (entity | relation | entity):\n{}\n\n{text}",
+            lines.join("\n")
+        );
+        (block, format!("; path shown: {lines:?}"))
+    }
+
     /// The context window L every prompt fits (the one the caller's context holds).
     pub(crate) fn window(&self) -> Window {
         self.window
@@ -272,14 +298,21 @@ impl<'a> Navigator<'a> {
                 scores,
                 self.opts.answer_order,
             )?;
-        let (answer, reasoning) = answer_from(self.llm, self.prompts, &run.question, &text).await?;
-        run.push(Step {
-            kind: StepKind::Answer,
-            segments: shown,
-            reason: reasoning.clone(),
-            note: note.to_string(),
-            ..Step::default()
-        });
+        let (text, path_note) = self.with_path(run, text);
+        let Answered {
+            answer,
+            reasoning,
+            step,
+        } = answer_step(
+            self.llm,
+            self.prompts,
+            &run.question,
+            &text,
+            shown,
+            format!("{note}{path_note}"),
+        )
+        .await?;
+        run.push(step);
         Ok(Check {
             answer,
             reasoning,

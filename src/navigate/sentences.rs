@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::stable_graph::NodeIndex;
 
 use super::{fuse_ranks, Check, NavigateError, Navigator, Run};
-use crate::answer::{answer_from, Step, StepKind};
+use crate::answer::{answer_step, Answered};
 use crate::prompts::PromptId;
 use crate::text::sentences::Sentences;
 use crate::text::whole_word;
@@ -44,26 +44,33 @@ impl Navigator<'_> {
             .room(self.prompts, PromptId::Answer, &run.question)?;
         let budget = self.opts.answer_sentence_tokens.min(room);
         let shown = excerpt::fit(&document, &index, &priority, budget, true);
-        let (answer, reasoning) =
-            answer_from(self.llm, self.prompts, &run.question, &shown.text).await?;
+        let (text, path_note) = self.with_path(run, shown.text.clone());
         let units: Vec<(usize, usize)> = self
             .memory
             .segments
             .iter()
             .map(|s| (s.start, s.end))
             .collect();
-        run.push(Step {
-            kind: StepKind::Answer,
-            segments: shown.units(&index, &units),
-            reason: reasoning.clone(),
-            note: format!(
-                "{note}; sentences: {} of {} candidates, {} tokens (budget {budget})",
-                shown.sentences.len(),
-                priority.len(),
-                shown.tokens
-            ),
-            ..Step::default()
-        });
+        let note = format!(
+            "{note}; sentences: {} of {} candidates, {} tokens (budget {budget}){path_note}",
+            shown.sentences.len(),
+            priority.len(),
+            shown.tokens
+        );
+        let Answered {
+            answer,
+            reasoning,
+            step,
+        } = answer_step(
+            self.llm,
+            self.prompts,
+            &run.question,
+            &text,
+            shown.units(&index, &units),
+            note,
+        )
+        .await?;
+        run.push(step);
         run.answer_spans = Some(shown.spans);
         Ok(Check {
             answer,
