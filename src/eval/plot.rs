@@ -189,16 +189,33 @@ pub fn cost_quality_png(
             .x_label_formatter(&token_label)
             .draw()
             .map_err(|x| e(&x))?;
+        // Each label beside its own point, where it overlaps no other label or point
+        // (`place_labels`), with a leader line when it had to move away.
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let area = LabelBox {
+            x: xs.start,
+            y: ys.start,
+            w: xs.end - xs.start,
+            h: ys.end - ys.start,
+        };
+        let pixels: Vec<(i32, i32)> = values
+            .iter()
+            .map(|&(x, y, ..)| chart.backend_coord(&(x, y)))
+            .collect();
+        let chars: Vec<usize> = values.iter().map(|v| v.2.chars().count()).collect();
+        let offsets = place_labels(&pixels, &chars, area, false);
         chart
-            .draw_series(values.iter().map(|&(x, y, name, i)| {
+            .draw_series(values.iter().zip(&offsets).map(|(&(x, y, name, i), &off)| {
                 let color = PALETTE[i % PALETTE.len()];
+                let line = leader(off, name.chars().count())
+                    .map(|l| l.to_vec())
+                    .unwrap_or_default();
                 EmptyElement::at((x, y))
+                    + PathElement::new(line, color.mix(0.5).stroke_width(1))
                     + Circle::new((0, 0), 5, color.filled())
-                    // Labels alternate above and below their points, so two methods at one
-                    // point (kn and a variant that showed the same) both stay readable.
                     + Text::new(
                         name.to_string(),
-                        (7, if i % 2 == 0 { -16 } else { 4 }),
+                        off,
                         ("sans-serif", 12).into_font().color(&color),
                     )
             }))
@@ -364,12 +381,14 @@ pub fn compare_png(
             .x_label_area_size(40)
             .y_label_area_size(50)
             // Room on the right of the last run for the methods' names.
-            .build_cartesian_2d(-0.3..(n as f64 - 0.3), 0.0..(top * 1.12).min(105.0))
+            .build_cartesian_2d(-0.3..(n as f64 + 0.1), 0.0..(top * 1.12).min(105.0))
             .map_err(|x| e(&x))?;
         let labels = runs.to_vec();
         chart
             .configure_mesh()
-            .x_labels(n)
+            // Ticks fine enough to hold every run's integer position; only those are named.
+            .x_labels(10 * n)
+            .disable_x_mesh()
             .x_label_formatter(&|x| {
                 let i = x.round();
                 if (x - i).abs() < 1e-6 && i >= 0.0 {
@@ -382,11 +401,9 @@ pub fn compare_png(
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(|x| e(&x))?;
-        // Each method's name beside its last point, moved apart vertically so that names of
-        // methods that end close together do not overprint (at least 1/28 of the axis apart).
-        let y_max = (top * 1.12).min(105.0);
-        let gap = y_max / 28.0;
-        let mut ends: Vec<(usize, f64, f64)> = series
+        // Each method's name beside its last point, where it overlaps no other name or point
+        // (`place_labels`), with a leader line when it had to move away.
+        let ends: Vec<(usize, f64, f64)> = series
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
@@ -397,17 +414,39 @@ pub fn compare_png(
                     .find_map(|(r, v)| v.map(|v| (i, r as f64, v)))
             })
             .collect();
-        ends.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
-        let mut label_y: BTreeMap<usize, f64> = BTreeMap::new();
-        let mut prev: Option<(f64, f64)> = None;
-        for &(i, x, y) in &ends {
-            let y = match prev {
-                Some((px, py)) if px == x && y < py + gap => py + gap,
-                _ => y,
-            };
-            label_y.insert(i, y);
-            prev = Some((x, y));
-        }
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let area = LabelBox {
+            x: xs.start,
+            y: ys.start,
+            w: xs.end - xs.start,
+            h: ys.end - ys.start,
+        };
+        let all_points: Vec<(i32, i32)> = series
+            .iter()
+            .flat_map(|s| {
+                s.values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(r, v)| v.map(|v| (r as f64, v)))
+            })
+            .map(|p| chart.backend_coord(&p))
+            .collect();
+        // The ends first (they are labelled), then every other point as an obstacle.
+        let mut pixels: Vec<(i32, i32)> = ends
+            .iter()
+            .map(|&(_, x, y)| chart.backend_coord(&(x, y)))
+            .collect();
+        let chars: Vec<usize> = ends
+            .iter()
+            .map(|&(i, ..)| series[i].method.chars().count())
+            .collect();
+        pixels.extend(all_points);
+        let offsets = place_labels(&pixels, &chars, area, true);
+        let label_at: BTreeMap<usize, (i32, i32)> = ends
+            .iter()
+            .zip(&offsets)
+            .map(|(&(i, ..), &o)| (i, o))
+            .collect();
         let mut points = 0;
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
@@ -424,15 +463,18 @@ pub fn compare_png(
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 .map_err(|x| e(&x))?;
-            // The method's name at its last point.
-            if let Some(&last) = pts.last() {
-                let at = (last.0, label_y.get(&i).copied().unwrap_or(last.1));
+            // The method's name beside its last point.
+            if let (Some(&last), Some(&off)) = (pts.last(), label_at.get(&i)) {
+                let line = leader(off, s.method.chars().count())
+                    .map(|l| l.to_vec())
+                    .unwrap_or_default();
                 chart
                     .draw_series(std::iter::once(
-                        EmptyElement::at(at)
+                        EmptyElement::at(last)
+                            + PathElement::new(line, color.mix(0.5).stroke_width(1))
                             + Text::new(
                                 s.method.clone(),
-                                (8, -6),
+                                off,
                                 ("sans-serif", 12).into_font().color(&color),
                             ),
                     ))
@@ -443,6 +485,155 @@ pub fn compare_png(
     }
     root.present().map_err(|x| e(&x))?;
     Ok(drawn)
+}
+
+/// Pixels a label of `chars` characters takes at the figures' 12-point monospaced font.
+const LABEL_CHAR_PX: i32 = 7;
+const LABEL_HEIGHT_PX: i32 = 13;
+/// A drawn point's radius (the figures' circles are 4-5 pixels) and the gap to its label.
+const POINT_PX: i32 = 5;
+
+/// A label's box: its top-left corner and size, in pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LabelBox {
+    x: i32,
+    y: i32,
+    w: i32,
+    h: i32,
+}
+
+impl LabelBox {
+    fn overlaps(&self, o: &LabelBox) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+
+    fn inside(&self, area: &LabelBox) -> bool {
+        self.x >= area.x
+            && self.y >= area.y
+            && self.x + self.w <= area.x + area.w
+            && self.y + self.h <= area.y + area.h
+    }
+}
+
+/// Where each point's label goes (the offset of its top-left corner from the point): the
+/// nearest position beside, above or below the point whose box stays inside `area` and overlaps
+/// neither a label placed before nor any point (`right_only`: only right of the point, where a
+/// line figure's last points have room). A label with no such position takes the nearest one inside the area. Labels are
+/// placed in the points' order.
+fn place_labels(
+    points: &[(i32, i32)],
+    chars: &[usize],
+    area: LabelBox,
+    right_only: bool,
+) -> Vec<(i32, i32)> {
+    let h = LABEL_HEIGHT_PX;
+    let dots: Vec<LabelBox> = points
+        .iter()
+        .map(|&(x, y)| LabelBox {
+            x: x - POINT_PX,
+            y: y - POINT_PX,
+            w: 2 * POINT_PX,
+            h: 2 * POINT_PX,
+        })
+        .collect();
+    if right_only {
+        return column_labels(points, chars, area);
+    }
+    let mut placed: Vec<LabelBox> = Vec::new();
+    let mut offsets = Vec::new();
+    for (i, &(px, py)) in points.iter().enumerate() {
+        let w = chars.get(i).copied().unwrap_or(0) as i32 * LABEL_CHAR_PX;
+        let gap = POINT_PX + 2;
+        // Right, left, above and below the point, then ever farther up and down on either
+        // side and centred, nearest (by the label centre's distance) first.
+        let mut candidates: Vec<(i32, i32)> = Vec::new();
+        for k in 0..=48 {
+            for dy in [-h / 2 - k * h / 2, -h / 2 + k * h / 2] {
+                candidates.push((gap, dy));
+                candidates.push((-w - gap, dy));
+                if dy + h <= -gap || dy >= gap {
+                    candidates.push((-w / 2, dy));
+                }
+            }
+        }
+        let centre = |&(dx, dy): &(i32, i32)| {
+            let cx = (dx + w / 2).abs() - w / 2;
+            let cy = dy + h / 2;
+            cx.max(0) + 2 * cy.abs()
+        };
+        candidates.sort_by_key(centre);
+        candidates.dedup();
+        let at = |&(dx, dy): &(i32, i32)| LabelBox {
+            x: px + dx,
+            y: py + dy,
+            w,
+            h,
+        };
+        let free = candidates.iter().find(|c| {
+            let b = at(c);
+            b.inside(&area)
+                && !placed.iter().any(|o| o.overlaps(&b))
+                && !dots.iter().any(|d| d.overlaps(&b))
+        });
+        let chosen = match free {
+            Some(&c) => c,
+            None => {
+                // Clamp the first position into the area.
+                let (dx, dy) = candidates.first().copied().unwrap_or((gap, -h / 2));
+                let x = (px + dx).clamp(area.x, (area.x + area.w - w).max(area.x));
+                let y = (py + dy).clamp(area.y, (area.y + area.h - h).max(area.y));
+                (x - px, y - py)
+            }
+        };
+        placed.push(at(&chosen));
+        offsets.push(chosen);
+    }
+    offsets
+}
+
+/// The labels of the first `chars.len()` points in one column right of them, in the points'
+/// top-to-bottom order (so no two leaders cross), each as near its point's height as the
+/// labels above it and the area's bottom allow.
+fn column_labels(points: &[(i32, i32)], chars: &[usize], area: LabelBox) -> Vec<(i32, i32)> {
+    let h = LABEL_HEIGHT_PX;
+    let labelled = &points[..chars.len().min(points.len())];
+    let mut order: Vec<usize> = (0..labelled.len()).collect();
+    order.sort_by_key(|&i| (labelled[i].1, i));
+    // Tops wanted, then pushed down past the label above, then up from the bottom.
+    let mut tops: Vec<i32> = Vec::with_capacity(order.len());
+    for (k, &i) in order.iter().enumerate() {
+        let want = (labelled[i].1 - h / 2).max(area.y);
+        let top = match k {
+            0 => want,
+            _ => want.max(tops[k - 1] + h),
+        };
+        tops.push(top);
+    }
+    let mut floor = area.y + area.h;
+    for top in tops.iter_mut().rev() {
+        *top = (*top).min(floor - h);
+        floor = *top;
+    }
+    let x = labelled.iter().map(|p| p.0).max().unwrap_or(0) + POINT_PX + 12;
+    let mut offsets = vec![(0, 0); labelled.len()];
+    for (k, &i) in order.iter().enumerate() {
+        let (px, py) = labelled[i];
+        offsets[i] = (x - px, tops[k] - py);
+    }
+    offsets
+}
+
+/// A label's leader: from the point to the nearer side of its label when the label sits away
+/// from the point (more than a line's height from it), else none.
+fn leader(offset: (i32, i32), chars: usize) -> Option<[(i32, i32); 2]> {
+    let (dx, dy) = offset;
+    let w = chars as i32 * LABEL_CHAR_PX;
+    let mid_y = dy + LABEL_HEIGHT_PX / 2;
+    if mid_y.abs() <= LABEL_HEIGHT_PX {
+        return None;
+    }
+    let end_x = if dx >= 0 { dx } else { dx + w };
+    Some([(0, 0), (end_x, mid_y)])
 }
 
 #[cfg(test)]
@@ -557,5 +748,71 @@ mod tests {
         assert_eq!(drawn, vec![3]);
         assert!(pixels_of(&path, super::PALETTE[0]) > 20);
         assert!(pixels_of(&path, super::PALETTE[1]) > 20);
+    }
+
+    /// Labels placed beside crowded points overlap neither each other nor any point and stay
+    /// inside the plot; a lone point's label sits right beside it, with no leader.
+    #[test]
+    fn labels_go_beside_their_points_without_overlapping() {
+        use super::{
+            column_labels, leader, place_labels, LabelBox, LABEL_CHAR_PX, LABEL_HEIGHT_PX,
+        };
+        let area = LabelBox {
+            x: 0,
+            y: 0,
+            w: 600,
+            h: 400,
+        };
+        let mut points = vec![(300, 200); 6];
+        points.extend([(310, 205), (120, 50), (590, 390)]);
+        let chars: Vec<usize> = (0..points.len()).map(|i| 10 + 3 * i).collect();
+        let offsets = place_labels(&points, &chars, area, false);
+        let boxes: Vec<LabelBox> = points
+            .iter()
+            .zip(&offsets)
+            .zip(&chars)
+            .map(|((p, o), &c)| LabelBox {
+                x: p.0 + o.0,
+                y: p.1 + o.1,
+                w: c as i32 * LABEL_CHAR_PX,
+                h: LABEL_HEIGHT_PX,
+            })
+            .collect();
+        for (i, b) in boxes.iter().enumerate() {
+            assert!(b.inside(&area), "label {i} {b:?}");
+            for (j, o) in boxes.iter().enumerate().skip(i + 1) {
+                assert!(!b.overlaps(o), "labels {i} and {j}: {b:?} {o:?}");
+            }
+            for p in &points {
+                let dot = LabelBox {
+                    x: p.0 - 5,
+                    y: p.1 - 5,
+                    w: 10,
+                    h: 10,
+                };
+                assert!(!b.overlaps(&dot), "label {i} covers the point {p:?}");
+            }
+        }
+        // The lone point at (120, 50): right beside it, vertically centred, no leader.
+        assert_eq!(offsets[7], (7, -LABEL_HEIGHT_PX / 2));
+        assert_eq!(leader(offsets[7], chars[7]), None);
+        // A crowded label that moved away has a leader from its point.
+        assert!(offsets[..6]
+            .iter()
+            .zip(&chars)
+            .any(|(&o, &c)| leader(o, c).is_some()));
+
+        // The column: the labels keep their points' top-to-bottom order, never overlap, and
+        // stay inside; the point below the rest is labelled last.
+        let ends = [(400, 100), (400, 104), (400, 98), (400, 300), (400, 102)];
+        let offsets = column_labels(&ends, &[8, 8, 8, 8, 8], area);
+        let tops: Vec<i32> = ends.iter().zip(&offsets).map(|(p, o)| p.1 + o.1).collect();
+        let mut by_point: Vec<usize> = (0..ends.len()).collect();
+        by_point.sort_by_key(|&i| ends[i].1);
+        for w in by_point.windows(2) {
+            assert!(tops[w[1]] >= tops[w[0]] + LABEL_HEIGHT_PX, "{tops:?}");
+        }
+        assert_eq!(tops[3], 300 - LABEL_HEIGHT_PX / 2);
+        assert!(tops.iter().all(|&t| t >= 0 && t + LABEL_HEIGHT_PX <= 400));
     }
 }
