@@ -95,6 +95,66 @@ pub(crate) enum Command {
     /// Dataset preparation.
     #[command(subcommand)]
     Data(DataCommand),
+    /// A memory over many documents (issue 68): add and remove documents, list them, search
+    /// their passages, measure retrieval with HippoRAG's protocol.
+    Corpus(CorpusArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct CorpusArgs {
+    /// The corpus directory (default: $QRMEM_HOME/corpus, ~/.cache/qrmem/corpus).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) corpus: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: CorpusCommand,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum CorpusCommand {
+    /// Adds documents: files, or directories (their .txt and .md files, recursively). Each
+    /// document is one transaction; a document already in the corpus is skipped, so an
+    /// interrupted add is resumed by running it again.
+    Add {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Passages of at most this many tokens (fixed when the corpus is created).
+        #[arg(long, default_value_t = qrmem::text::passages::DEFAULT_PASSAGE_TOKENS)]
+        passage_tokens: usize,
+    },
+    /// Removes documents, by name or id prefix (as `ls` prints them), in one transaction.
+    Remove {
+        #[arg(required = true, value_name = "DOC")]
+        docs: Vec<String>,
+    },
+    /// Lists the documents: id, passages, entities, bytes, name.
+    Ls,
+    /// The best passages for a query across every document.
+    Search {
+        query: String,
+        /// How many passages.
+        #[arg(long, default_value_t = 5)]
+        k: usize,
+        /// bm25, or bm25-hop (the best passage, then the own passages of the titles it names).
+        #[arg(long, default_value = "bm25")]
+        retriever: String,
+    },
+    /// HippoRAG's retrieval protocol: every paragraph of a multi-hop dev file's questions as one
+    /// document of the corpus, every question asked against all of them; prints passage
+    /// recall@2 and @5 per retriever (use an empty --corpus directory of its own).
+    Recall {
+        /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
+        #[arg(long = "in", value_name = "FILE")]
+        input: PathBuf,
+        /// Which dataset the file holds: hotpotqa, 2wiki or musique.
+        #[arg(long, default_value = "hotpotqa")]
+        dataset: String,
+        /// Only the first N questions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Also write the measurement (per question too) as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]

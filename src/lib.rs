@@ -10,6 +10,7 @@
 pub mod answer;
 pub mod batch;
 pub mod config;
+pub mod corpus;
 pub mod doctor;
 pub mod embed;
 pub mod error;

@@ -3,6 +3,7 @@
 //! eval and batch drivers, which use the same API.
 
 mod args;
+mod corpus_cmd;
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -454,6 +455,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Corpus(args) => corpus_cmd::run(args).map(|()| ExitCode::SUCCESS),
         Command::Config => {
             outln!("# source: {source}\n{}", config.to_toml()?);
             Ok(ExitCode::SUCCESS)

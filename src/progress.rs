@@ -58,6 +58,16 @@ pub fn step_bar() -> indicatif::ProgressBar {
     )
 }
 
+/// A bar over `len` like steps (documents added, questions ranked), with the mean-rate ETA and
+/// a message.
+pub fn count_bar(len: u64, message: &str) -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(len)
+        .with_style(style(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len}, ETA {mean_eta}  {msg}",
+        ))
+        .with_message(message.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

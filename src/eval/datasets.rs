@@ -218,6 +218,23 @@ impl From<HotpotRaw> for MultiHopRaw {
     }
 }
 
+/// The raw items of a multi-hop dev file holding `dataset` (hotpotqa, 2wiki or musique).
+pub fn load_multihop_raw(dataset: &str, path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
+    match dataset {
+        "hotpotqa" => Ok(load_hotpot_raw(path)?
+            .into_iter()
+            .map(MultiHopRaw::from)
+            .collect()),
+        "2wiki" => load_2wiki_raw(path),
+        "musique" => load_musique_raw(path),
+        other => Err(DatasetError {
+            path: path.display().to_string(),
+            line: None,
+            message: format!("unknown dataset '{other}' (hotpotqa, 2wiki or musique)"),
+        }),
+    }
+}
+
 /// The byte ranges of `gold` in a rendering whose sentence ranges are `ranges` (paragraph
 /// `p`'s in `ranges[at[p]]`), sorted and without duplicates; a sentence out of range or
 /// blank is skipped. A whole paragraph is one range from its first sentence to its last.

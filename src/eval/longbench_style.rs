@@ -138,24 +138,11 @@ pub fn write_jsonl(
     seed: u64,
     limit: Option<usize>,
 ) -> Result<usize, super::datasets::DatasetError> {
-    use super::datasets::{load_2wiki_raw, load_hotpot_raw, load_musique_raw};
-    let (raw, label): (Vec<MultiHopRaw>, &str) = match dataset {
-        "hotpotqa" => (
-            load_hotpot_raw(input)?
-                .into_iter()
-                .map(MultiHopRaw::from)
-                .collect(),
-            DATASET,
-        ),
-        "2wiki" => (load_2wiki_raw(input)?, "2wikimqa-longbench-style"),
-        "musique" => (load_musique_raw(input)?, "musique-longbench-style"),
-        other => {
-            return Err(super::datasets::DatasetError {
-                path: input.display().to_string(),
-                line: None,
-                message: format!("unknown dataset '{other}' (hotpotqa, 2wiki or musique)"),
-            })
-        }
+    let raw = super::datasets::load_multihop_raw(dataset, input)?;
+    let label = match dataset {
+        "2wiki" => "2wikimqa-longbench-style",
+        "musique" => "musique-longbench-style",
+        _ => DATASET,
     };
     let n = limit.unwrap_or(raw.len()).min(raw.len());
     let items = generate_multihop(&raw, n, words, seed, label);

@@ -4,6 +4,7 @@
 pub mod backfill;
 pub mod compare;
 pub mod contexts;
+pub mod corpus_recall;
 pub mod datasets;
 pub mod evidence;
 pub mod experiment;

@@ -1,0 +1,59 @@
+//! The first phase of construction, per document: its extraction record. Here the
+//! co-occurrence pass (no LLM call): for each passage, the entities the schema extractor finds
+//! (`memory::schema`, the CoreNLP stand-in), each with the key the assembly merges on. The
+//! record is immutable and keyed by the document's content and these settings; the second
+//! phase, the assembly of the records present into entities with their provenance, is the
+//! `mentions` table the store keeps from them (`store.rs`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::memory::merge::{english_stemmer, normalize};
+use crate::memory::schema;
+
+/// The record kind of the co-occurrence pass, and the version of its settings: a change to
+/// what the pass extracts is a new key, so old records are never read as new ones.
+pub const RECORD_KIND: &str = "cooccurrence";
+pub(crate) const RECORD_SETTINGS: &str = "schema-v1";
+
+/// One document's extraction record: per passage (in order), its entities.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocRecord {
+    pub passages: Vec<Vec<EntityRow>>,
+}
+
+/// An entity as a passage names it: the merge key (the normalised, stemmed name), the name as
+/// written and its kind.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EntityRow {
+    pub key: String,
+    pub name: String,
+    pub kind: String,
+}
+
+impl DocRecord {
+    /// The co-occurrence pass over a document's passages.
+    pub fn cooccurrence<S: AsRef<str>>(passages: &[S]) -> Self {
+        let stemmer = english_stemmer();
+        let passages = passages
+            .iter()
+            .map(|p| {
+                let mut rows: Vec<EntityRow> = schema::extract(p.as_ref())
+                    .into_iter()
+                    .filter(|e| e.kind != "number" && e.kind != "time")
+                    .filter_map(|e| {
+                        let key = normalize(&e.name, &stemmer).join(" ");
+                        (!key.is_empty()).then(|| EntityRow {
+                            key,
+                            name: e.name.clone(),
+                            kind: e.kind.to_string(),
+                        })
+                    })
+                    .collect();
+                rows.sort();
+                rows.dedup_by(|a, b| a.key == b.key);
+                rows
+            })
+            .collect();
+        DocRecord { passages }
+    }
+}

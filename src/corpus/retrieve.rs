@@ -1,0 +1,117 @@
+//! Ranking the corpus's passages for a question, across documents: BM25 (the lexical index),
+//! and the hop (issue 66) from the best passage to the own passages (the passages titled with
+//! the name) of at most `HOP_HOMES` names it holds, anywhere in the corpus.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::{Corpus, CorpusError};
+use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME};
+use crate::text::{occurs_in, Bm25};
+
+/// How passages are ranked across the corpus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retriever {
+    /// BM25 over every passage (tantivy, English stemming).
+    Bm25,
+    /// The best BM25 passage, then the own passages of the titles it names (whole words), in
+    /// the question's BM25 order, at most `HOP_HOMES`; then the BM25 ranking.
+    Bm25Hop,
+}
+
+impl fmt::Display for Retriever {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Retriever::Bm25 => "bm25",
+            Retriever::Bm25Hop => "bm25-hop",
+        })
+    }
+}
+
+impl FromStr for Retriever {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bm25" => Ok(Retriever::Bm25),
+            "bm25-hop" => Ok(Retriever::Bm25Hop),
+            _ => Err(format!("unknown retriever '{s}' (bm25, bm25-hop)")),
+        }
+    }
+}
+
+/// Candidates BM25 ranks before the hop reorders them (the hop's own passages come from the
+/// whole corpus, not only from these).
+const POOL: usize = 50;
+
+impl Corpus {
+    /// The `k` best passages for `question` by `retriever`: (document id, passage index).
+    pub fn rank(
+        &self,
+        retriever: Retriever,
+        question: &str,
+        k: usize,
+    ) -> Result<Vec<(String, usize)>, CorpusError> {
+        let ranked: Vec<(String, usize)> = self
+            .lexical_ranking(question, POOL.max(k))?
+            .into_iter()
+            .collect();
+        let mut out = match (retriever, ranked.first()) {
+            (Retriever::Bm25, _) | (_, None) => ranked,
+            (Retriever::Bm25Hop, Some(best)) => {
+                let best = best.clone();
+                let homes = self.own_passages(question, &best)?;
+                let mut order = vec![best];
+                for p in homes.into_iter().chain(ranked) {
+                    if !order.contains(&p) {
+                        order.push(p);
+                    }
+                }
+                order
+            }
+        };
+        out.truncate(k);
+        Ok(out)
+    }
+
+    fn lexical_ranking(
+        &self,
+        question: &str,
+        k: usize,
+    ) -> Result<Vec<(String, usize)>, CorpusError> {
+        Ok(self
+            .search(question, k)?
+            .into_iter()
+            .map(|h| (h.doc, h.idx))
+            .collect())
+    }
+
+    /// The own passages of the titles `best` names as whole words (titles of at least
+    /// `MIN_NAME` characters, not its own), best for `question` by BM25 first, at most
+    /// `HOP_HOMES`.
+    fn own_passages(
+        &self,
+        question: &str,
+        best: &(String, usize),
+    ) -> Result<Vec<(String, usize)>, CorpusError> {
+        let Some(passage) = self.passage(&best.0, best.1)? else {
+            return Ok(Vec::new());
+        };
+        let body = passage.text.to_lowercase();
+        let own = title_key(&passage.title);
+        let mut candidates = Vec::new();
+        for title in self.titles()? {
+            if title == own || title.chars().count() < MIN_NAME || !occurs_in(&body, &title) {
+                continue;
+            }
+            candidates.extend(self.titled(&title)?);
+        }
+        candidates.retain(|p| (p.doc.as_str(), p.idx) != (best.0.as_str(), best.1));
+        let texts: Vec<&str> = candidates.iter().map(|p| p.text.as_str()).collect();
+        let order = Bm25::new(&texts).rank(question);
+        Ok(order
+            .into_iter()
+            .take(HOP_HOMES)
+            .filter_map(|(i, _)| candidates.get(i).map(|p| (p.doc.clone(), p.idx)))
+            .collect())
+    }
+}

@@ -1,0 +1,546 @@
+//! The corpus directory: `corpus.sqlite` (SQLite in WAL mode, the source of truth) and
+//! `index/` (the tantivy index derived from it).
+//!
+//! Why SQLite: one file, transactions that survive kill -9 (the write-ahead log is replayed or
+//! discarded whole), readers that go on while one writer commits, and a library (rusqlite,
+//! SQLite compiled in) that every platform builds; a corpus is documents, passages and
+//! provenance rows, which are tables.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use sha2::{Digest, Sha256};
+
+use super::lexical::Lexical;
+use super::record::{DocRecord, RECORD_KIND, RECORD_SETTINGS};
+use super::CorpusError;
+use crate::text::passages::{passages, title_key};
+
+const FORMAT: &str = "qrmem-corpus";
+const VERSION: u32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, bytes INTEGER NOT NULL, text TEXT NOT NULL,
+  seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS passages (
+  doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+  start INTEGER NOT NULL, end INTEGER NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
+  PRIMARY KEY (doc, idx));
+CREATE INDEX IF NOT EXISTS passages_by_title ON passages(title);
+CREATE TABLE IF NOT EXISTS records (
+  doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, kind TEXT NOT NULL,
+  settings TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (doc, kind, settings));
+CREATE TABLE IF NOT EXISTS mentions (
+  doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+  entity TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+  PRIMARY KEY (doc, idx, entity));
+CREATE INDEX IF NOT EXISTS mentions_by_entity ON mentions(entity);
+";
+
+/// A corpus: its database and its lexical index.
+pub struct Corpus {
+    dir: PathBuf,
+    db: Connection,
+    lexical: Lexical,
+    passage_tokens: usize,
+}
+
+/// A document of the corpus as `qrmem corpus ls` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocInfo {
+    /// The SHA-256 of the text, hex (its first 12 characters name it on the command line).
+    pub id: String,
+    pub name: String,
+    pub bytes: usize,
+    pub passages: usize,
+    pub entities: usize,
+}
+
+/// A passage by its document's id and its index in the document.
+pub type PassageRef = (String, usize);
+
+/// A passage of the corpus.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassageRow {
+    pub doc: String,
+    pub idx: usize,
+    /// The passage's title as the hop compares titles (its `Passage i:` header, else the
+    /// document's name).
+    pub title: String,
+    pub text: String,
+}
+
+/// A passage ranked for a question.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub doc: String,
+    pub name: String,
+    pub idx: usize,
+    pub score: f32,
+    pub text: String,
+}
+
+/// What adding one document did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// Stored, with this many passages.
+    New { id: String, passages: usize },
+    /// Its text was already in the corpus (under this name): nothing changed.
+    Present { id: String, name: String },
+}
+
+impl Corpus {
+    /// Opens the corpus in `dir`, creating it (passages of at most `passage_tokens` tokens,
+    /// fixed at creation) when it does not exist; repairs a lexical index that lags the
+    /// database.
+    pub fn open(dir: &Path, passage_tokens: usize) -> Result<Self, CorpusError> {
+        std::fs::create_dir_all(dir).map_err(|source| CorpusError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("corpus.sqlite");
+        let e = |source| CorpusError::Db {
+            path: path.clone(),
+            source,
+        };
+        let db = Connection::open(&path).map_err(e)?;
+        db.pragma_update(None, "journal_mode", "WAL").map_err(e)?;
+        db.pragma_update(None, "synchronous", "FULL").map_err(e)?;
+        db.pragma_update(None, "foreign_keys", "ON").map_err(e)?;
+        db.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(e)?;
+        db.execute_batch(SCHEMA).map_err(e)?;
+        let meta = |k: &str| -> Result<Option<String>, CorpusError> {
+            db.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                .optional()
+                .map_err(e)
+        };
+        let passage_tokens = match (meta("format")?, meta("version")?, meta("passage_tokens")?) {
+            (None, None, None) => {
+                for (k, v) in [
+                    ("format", FORMAT.to_string()),
+                    ("version", VERSION.to_string()),
+                    ("passage_tokens", passage_tokens.to_string()),
+                    ("generation", "0".to_string()),
+                ] {
+                    db.execute("INSERT INTO meta (key, value) VALUES (?1, ?2)", [k, &v])
+                        .map_err(e)?;
+                }
+                passage_tokens
+            }
+            (Some(f), Some(v), Some(t)) if f == FORMAT && v == VERSION.to_string() => {
+                t.parse().map_err(|_| CorpusError::Invalid {
+                    path: path.clone(),
+                    what: format!("passage_tokens '{t}' is not a number"),
+                })?
+            }
+            (f, v, _) => {
+                return Err(CorpusError::Invalid {
+                    path,
+                    what: format!(
+                        "not a {FORMAT} database of version {VERSION} (format {f:?}, version {v:?})"
+                    ),
+                })
+            }
+        };
+        let lexical = Lexical::open(&dir.join("index"))?;
+        let mut corpus = Corpus {
+            dir: dir.to_path_buf(),
+            db,
+            lexical,
+            passage_tokens,
+        };
+        match corpus.repair_index() {
+            // Another process holds the index's writer: it is adding or removing, and commits
+            // the index when it is done; this one reads what is committed.
+            Err(CorpusError::Index {
+                source: tantivy::TantivyError::LockFailure(..),
+                ..
+            }) => {}
+            r => {
+                r?;
+            }
+        }
+        Ok(corpus)
+    }
+
+    fn db_err(&self, source: rusqlite::Error) -> CorpusError {
+        CorpusError::Db {
+            path: self.dir.join("corpus.sqlite"),
+            source,
+        }
+    }
+
+    /// The database's generation: one more with every add or remove.
+    pub fn generation(&self) -> Result<u64, CorpusError> {
+        let g: String = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+                r.get(0)
+            })
+            .map_err(|x| self.db_err(x))?;
+        Ok(g.parse().unwrap_or(0))
+    }
+
+    /// Rebuilds the lexical index from the database when it reflects another generation (a
+    /// crash between the database's commit and the index's).
+    fn repair_index(&mut self) -> Result<bool, CorpusError> {
+        let generation = self.generation()?;
+        if self.lexical.generation()? == Some(generation) {
+            return Ok(false);
+        }
+        let all: Vec<(String, usize, String)> = self
+            .all_passages()?
+            .into_iter()
+            .map(|p| (p.doc, p.idx, p.text))
+            .collect();
+        self.lexical.apply(true, &[], &all, generation)?;
+        Ok(true)
+    }
+
+    /// Adds a document named `name` (its passages, its extraction record and the provenance
+    /// rows assembled from it) in one transaction, then indexes its passages. A text already
+    /// in the corpus changes nothing.
+    pub fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError> {
+        let (added, rows) = self.store(name, text)?;
+        if !rows.is_empty() {
+            let generation = self.generation()?;
+            self.lexical.apply(false, &[], &rows, generation)?;
+        }
+        Ok(added)
+    }
+
+    /// Adds several documents, each in its own transaction (an interrupted call keeps the
+    /// documents it finished, and a second call skips them), then indexes all their passages in
+    /// one commit; `progress` is called after each document with its name and outcome.
+    pub fn add_all(
+        &mut self,
+        docs: impl IntoIterator<Item = (String, String)>,
+        mut progress: impl FnMut(&str, &Added),
+    ) -> Result<Vec<Added>, CorpusError> {
+        let mut out = Vec::new();
+        let mut rows = Vec::new();
+        for (name, text) in docs {
+            let (added, mut r) = self.store(&name, &text)?;
+            progress(&name, &added);
+            rows.append(&mut r);
+            out.push(added);
+        }
+        if !rows.is_empty() {
+            let generation = self.generation()?;
+            self.lexical.apply(false, &[], &rows, generation)?;
+        }
+        Ok(out)
+    }
+
+    /// The database half of an add: one transaction; returns the passages to index.
+    #[allow(clippy::type_complexity)]
+    fn store(
+        &mut self,
+        name: &str,
+        text: &str,
+    ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
+        let id = hex::encode(Sha256::digest(text.as_bytes()));
+        let present: Option<String> = self
+            .db
+            .query_row("SELECT name FROM documents WHERE id = ?1", [&id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|x| self.db_err(x))?;
+        if let Some(name) = present {
+            return Ok((Added::Present { id, name }, Vec::new()));
+        }
+        let units = passages(text, self.passage_tokens);
+        let doc_title = title_key(name);
+        let rows: Vec<(usize, usize, usize, String, String)> = units
+            .iter()
+            .map(|u| {
+                let title = crate::text::passages::unit_titles(std::slice::from_ref(u))
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .unwrap_or_else(|| doc_title.clone());
+                (u.index, u.start, u.end, title, u.text.clone())
+            })
+            .collect();
+        let record =
+            DocRecord::cooccurrence(&units.iter().map(|u| u.text.as_str()).collect::<Vec<_>>());
+        let body = serde_json::to_string(&record).map_err(|x| CorpusError::Invalid {
+            path: self.dir.clone(),
+            what: format!("record of {name}: {x}"),
+        })?;
+        let generation = self.generation()? + 1;
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|x| CorpusError::Db {
+                path: self.dir.join("corpus.sqlite"),
+                source: x,
+            })?;
+        let e = |source| CorpusError::Db {
+            path: self.dir.join("corpus.sqlite"),
+            source,
+        };
+        let seq: i64 = tx
+            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM documents", [], |r| {
+                r.get(0)
+            })
+            .map_err(e)?;
+        tx.execute(
+            "INSERT INTO documents (id, name, bytes, text, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, name, text.len() as i64, text, seq],
+        )
+        .map_err(e)?;
+        for (idx, start, end, title, text) in &rows {
+            tx.execute(
+                "INSERT INTO passages (doc, idx, start, end, title, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, *idx as i64, *start as i64, *end as i64, title, text],
+            )
+            .map_err(e)?;
+        }
+        tx.execute(
+            "INSERT INTO records (doc, kind, settings, body) VALUES (?1, ?2, ?3, ?4)",
+            params![id, RECORD_KIND, RECORD_SETTINGS, body],
+        )
+        .map_err(e)?;
+        for (idx, entities) in record.passages.iter().enumerate() {
+            for r in entities {
+                tx.execute(
+                    "INSERT OR IGNORE INTO mentions (doc, idx, entity, name, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![id, idx as i64, r.key, r.name, r.kind],
+                )
+                .map_err(e)?;
+            }
+        }
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+            [generation.to_string()],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        let add: Vec<(String, usize, String)> = rows
+            .into_iter()
+            .map(|(idx, _, _, _, text)| (id.clone(), idx, text))
+            .collect();
+        let passages = add.len();
+        Ok((Added::New { id, passages }, add))
+    }
+
+    /// Removes the documents `which` names (a name, or a prefix of an id), each with its
+    /// passages, record and provenance rows, in one transaction; nothing is re-extracted.
+    /// Returns the ids removed. An unknown or ambiguous name removes nothing.
+    pub fn remove(&mut self, which: &[String]) -> Result<Vec<String>, CorpusError> {
+        let mut ids = Vec::new();
+        for w in which {
+            let id = self.resolve(w)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            return Ok(ids);
+        }
+        let generation = self.generation()? + 1;
+        let path = self.dir.join("corpus.sqlite");
+        let e = |source| CorpusError::Db {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(e)?;
+        for id in &ids {
+            tx.execute("DELETE FROM documents WHERE id = ?1", [id])
+                .map_err(e)?;
+        }
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+            [generation.to_string()],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        self.lexical.apply(false, &ids, &[], generation)?;
+        Ok(ids)
+    }
+
+    /// The id of the one document named `which` (its name, or a prefix of its id).
+    pub fn resolve(&self, which: &str) -> Result<String, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT id, name FROM documents WHERE name = ?1 OR id LIKE ?2 ORDER BY seq")
+            .map_err(|x| self.db_err(x))?;
+        let prefix = format!("{}%", which.replace(['%', '_'], ""));
+        let found: Vec<(String, String)> = stmt
+            .query_map(params![which, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        match found.as_slice() {
+            [] => Err(CorpusError::NoDocument(which.to_string())),
+            [(id, _)] => Ok(id.clone()),
+            many => Err(CorpusError::Ambiguous(
+                which.to_string(),
+                many.iter()
+                    .map(|(id, n)| format!("{} ({n})", &id[..12.min(id.len())]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+
+    /// Every document, in the order added.
+    pub fn list(&self) -> Result<Vec<DocInfo>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT d.id, d.name, d.bytes,
+                   (SELECT COUNT(*) FROM passages p WHERE p.doc = d.id),
+                   (SELECT COUNT(DISTINCT entity) FROM mentions m WHERE m.doc = d.id)
+                 FROM documents d ORDER BY d.seq",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(DocInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    bytes: r.get::<_, i64>(2)? as usize,
+                    passages: r.get::<_, i64>(3)? as usize,
+                    entities: r.get::<_, i64>(4)? as usize,
+                })
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// Every passage, by document (in the order added) and index.
+    pub fn all_passages(&self) -> Result<Vec<PassageRow>, CorpusError> {
+        self.passages_where("1 = 1", params![])
+    }
+
+    /// The passages titled `title` (as `title_key` writes titles).
+    pub fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError> {
+        self.passages_where("p.title = ?1", params![title])
+    }
+
+    /// Every distinct passage title.
+    pub fn titles(&self) -> Result<Vec<String>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT DISTINCT title FROM passages ORDER BY title")
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// One passage.
+    pub fn passage(&self, doc: &str, idx: usize) -> Result<Option<PassageRow>, CorpusError> {
+        Ok(self
+            .passages_where("p.doc = ?1 AND p.idx = ?2", params![doc, idx as i64])?
+            .into_iter()
+            .next())
+    }
+
+    fn passages_where(
+        &self,
+        condition: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<PassageRow>, CorpusError> {
+        let sql = format!(
+            "SELECT p.doc, p.idx, p.title, p.text FROM passages p JOIN documents d ON d.id = p.doc
+             WHERE {condition} ORDER BY d.seq, p.idx"
+        );
+        let mut stmt = self.db.prepare(&sql).map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map(args, |r| {
+                Ok(PassageRow {
+                    doc: r.get(0)?,
+                    idx: r.get::<_, i64>(1)? as usize,
+                    title: r.get(2)?,
+                    text: r.get(3)?,
+                })
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// The entity keys a passage names (its provenance rows).
+    pub fn entities_of(&self, doc: &str, idx: usize) -> Result<Vec<(String, String)>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT entity, name FROM mentions WHERE doc = ?1 AND idx = ?2 ORDER BY entity",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map(params![doc, idx as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// The assembled entities: each key with the passages naming it (document id, passage),
+    /// in key order: the graph's entity-passage links with their provenance.
+    pub fn entities(&self) -> Result<Vec<(String, Vec<PassageRef>)>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT entity, doc, idx FROM mentions ORDER BY entity, doc, idx")
+            .map_err(|x| self.db_err(x))?;
+        let rows: Vec<(String, String, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        let mut out: Vec<(String, Vec<PassageRef>)> = Vec::new();
+        for (key, doc, idx) in rows {
+            match out.last_mut() {
+                Some((k, v)) if *k == key => v.push((doc, idx as usize)),
+                _ => out.push((key, vec![(doc, idx as usize)])),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `k` best passages for `query` by BM25 over the whole corpus.
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
+        let mut out = Vec::new();
+        for (doc, idx, score) in self.lexical.search(query, k)? {
+            let name: String = self
+                .db
+                .query_row("SELECT name FROM documents WHERE id = ?1", [&doc], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(|x| self.db_err(x))?
+                .unwrap_or_default();
+            // A passage removed since the index's last commit is not shown.
+            let Some(text) = self.passage(&doc, idx)?.map(|p| p.text) else {
+                continue;
+            };
+            out.push(Hit {
+                doc,
+                name,
+                idx,
+                score,
+                text,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Passages in the lexical index (equal to the database's once the corpus is open).
+    pub fn indexed(&self) -> u64 {
+        self.lexical.len()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}

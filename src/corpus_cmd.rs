@@ -1,0 +1,158 @@
+//! `qrmem corpus`: the commands over a corpus (`qrmem::corpus`), parsed in `args.rs`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::args::{CorpusArgs, CorpusCommand};
+use qrmem::corpus::{Added, Corpus, Retriever};
+use qrmem::eval::corpus_recall::corpus_recall;
+use qrmem::eval::datasets::load_multihop_raw;
+use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
+
+pub(crate) fn run(args: &CorpusArgs) -> Result<()> {
+    let dir = args
+        .corpus
+        .clone()
+        .unwrap_or_else(|| qrmem::config::qrmem_home().join("corpus"));
+    match &args.command {
+        CorpusCommand::Add {
+            paths,
+            passage_tokens,
+        } => {
+            let files = documents(paths)?;
+            let mut corpus = Corpus::open(&dir, *passage_tokens)?;
+            let bar = qrmem::progress::count_bar(files.len() as u64, "adding documents");
+            let mut docs = Vec::with_capacity(files.len());
+            for f in &files {
+                let text = std::fs::read_to_string(f).with_context(|| {
+                    format!("reading {} (documents are UTF-8 text)", f.display())
+                })?;
+                if text.trim().is_empty() {
+                    bail!("{} is empty: nothing to add", f.display());
+                }
+                docs.push((f.display().to_string(), text));
+            }
+            let (mut new, mut present) = (0, 0);
+            corpus.add_all(docs, |name, added| {
+                match added {
+                    Added::New { .. } => new += 1,
+                    Added::Present { name: was, .. } => {
+                        present += 1;
+                        bar.println(format!("{name}: already in the corpus as {was}"));
+                    }
+                }
+                bar.inc(1);
+            })?;
+            bar.finish_and_clear();
+            eprintln!(
+                "added {new} documents ({present} already present) to {}",
+                dir.display()
+            );
+        }
+        CorpusCommand::Remove { docs } => {
+            let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let removed = corpus.remove(docs)?;
+            eprintln!("removed {} documents from {}", removed.len(), dir.display());
+        }
+        CorpusCommand::Ls => {
+            let corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            println!("id\tpassages\tentities\tbytes\tname");
+            for d in corpus.list()? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    &d.id[..12.min(d.id.len())],
+                    d.passages,
+                    d.entities,
+                    d.bytes,
+                    d.name
+                );
+            }
+        }
+        CorpusCommand::Search {
+            query,
+            k,
+            retriever,
+        } => {
+            let retriever: Retriever = retriever.parse().map_err(anyhow::Error::msg)?;
+            let corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            for (rank, (doc, idx)) in corpus.rank(retriever, query, *k)?.into_iter().enumerate() {
+                let name = corpus
+                    .list()?
+                    .into_iter()
+                    .find(|d| d.id == doc)
+                    .map(|d| d.name)
+                    .unwrap_or_default();
+                let text = corpus
+                    .passage(&doc, idx)?
+                    .map(|p| p.text)
+                    .unwrap_or_default();
+                println!("{}. {name} (passage {idx})\n{}\n", rank + 1, text.trim());
+            }
+        }
+        CorpusCommand::Recall {
+            input,
+            dataset,
+            limit,
+            json,
+        } => {
+            let mut items = load_multihop_raw(dataset, input)?;
+            items.truncate(limit.unwrap_or(items.len()));
+            let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let bar = qrmem::progress::count_bar(0, "");
+            let report = corpus_recall(
+                dataset,
+                &items,
+                &mut corpus,
+                &[Retriever::Bm25, Retriever::Bm25Hop],
+                |what, done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_message(what.to_string());
+                    bar.set_position(done as u64);
+                },
+            )?;
+            bar.finish_and_clear();
+            println!("{}", report.to_markdown());
+            if let Some(path) = json {
+                write_json(path, &report)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files `paths` name: files as given, directories' .txt and .md files recursively, sorted.
+fn documents(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            bail!("{}: no such file or directory", p.display());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("txt" | "md")) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("writing {}", path.display()))
+}

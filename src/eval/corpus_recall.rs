@@ -1,0 +1,161 @@
+//! HippoRAG's retrieval protocol over a corpus (issue 68): the corpus is the union of the
+//! paragraphs of a multi-hop dev file's questions (each paragraph one document, deduplicated
+//! by its text); every question is asked against the whole corpus; a method's passage recall@k
+//! is the share of a question's gold paragraphs among the first k documents it ranks, averaged
+//! over the questions.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::datasets::MultiHopRaw;
+use super::paired::{interval, Interval};
+use crate::corpus::{Corpus, CorpusError, Retriever};
+
+/// What the protocol measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct CorpusRecall {
+    pub dataset: String,
+    pub questions: usize,
+    pub documents: usize,
+    pub passages: usize,
+    pub rows: Vec<RecallRow>,
+}
+
+/// One retriever's recall, in percent.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecallRow {
+    pub retriever: String,
+    pub recall_at_2: f64,
+    pub recall_at_5: f64,
+    /// Per question (in the file's order): the gold paragraphs among the first 2 and 5, and
+    /// how many gold paragraphs it has.
+    pub per_question: Vec<(usize, usize, usize)>,
+    /// Against the first retriever (none for the first): recall@2 and @5 paired per question,
+    /// with 95% bootstrap intervals.
+    pub against_first: Option<(Interval, Interval)>,
+}
+
+impl CorpusRecall {
+    pub fn to_markdown(&self) -> String {
+        let first = self.rows.first().map_or("", |r| r.retriever.as_str());
+        let mut s = format!(
+            "{}: {} questions against one corpus of {} documents ({} passages)\n\n| retriever | recall@2 | recall@5 | recall@2 - {first} | recall@5 - {first} |\n|---|---:|---:|---:|---:|\n",
+            self.dataset, self.questions, self.documents, self.passages
+        );
+        let show = |i: &Interval| format!("{:+.1} [{:+.1}, {:+.1}]", i.mean, i.low, i.high);
+        for r in &self.rows {
+            let (a, b) = match &r.against_first {
+                Some((a, b)) => (show(a), show(b)),
+                None => (String::new(), String::new()),
+            };
+            s.push_str(&format!(
+                "| {} | {:.1} | {:.1} | {a} | {b} |\n",
+                r.retriever, r.recall_at_2, r.recall_at_5
+            ));
+        }
+        s
+    }
+}
+
+/// A paragraph as one corpus document: its title on the first line, then its sentences.
+pub fn paragraph_document(title: &str, sentences: &[String]) -> String {
+    format!("{title}\n{}", sentences.concat().trim())
+}
+
+/// Adds every paragraph of `items` to `corpus` (already present ones are skipped, so a second
+/// run adds nothing), calling `progress` after each item; then ranks every question with each
+/// retriever and measures recall@2 and @5 at document grain.
+pub fn corpus_recall(
+    dataset: &str,
+    items: &[MultiHopRaw],
+    corpus: &mut Corpus,
+    retrievers: &[Retriever],
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<CorpusRecall, CorpusError> {
+    let mut docs: Vec<(String, String)> = Vec::new();
+    let mut golds: Vec<BTreeSet<String>> = Vec::with_capacity(items.len());
+    for item in items {
+        let gold_paragraphs: BTreeSet<usize> = item.gold.iter().map(|&(p, _)| p).collect();
+        let mut gold = BTreeSet::new();
+        for (p, (title, sentences)) in item.paragraphs.iter().enumerate() {
+            if gold_paragraphs.contains(&p) {
+                gold.insert(paragraph_id(title, sentences));
+            }
+            docs.push((title.clone(), paragraph_document(title, sentences)));
+        }
+        golds.push(gold);
+    }
+    let total = docs.len();
+    let mut done = 0;
+    corpus.add_all(docs, |_, _| {
+        done += 1;
+        if done % 100 == 0 || done == total {
+            progress("adding paragraphs", done, total);
+        }
+    })?;
+    let mut rows = Vec::new();
+    for &retriever in retrievers {
+        let mut per_question = Vec::with_capacity(items.len());
+        for (n, (item, gold)) in items.iter().zip(&golds).enumerate() {
+            // Documents in rank order, each once.
+            let mut docs: Vec<String> = Vec::new();
+            for (doc, _) in corpus.rank(retriever, &item.question, 20)? {
+                if !docs.contains(&doc) {
+                    docs.push(doc);
+                }
+            }
+            let within = |k: usize| docs.iter().take(k).filter(|d| gold.contains(*d)).count();
+            per_question.push((within(2), within(5), gold.len()));
+            progress(&format!("ranking ({retriever})"), n + 1, items.len());
+        }
+        let mean = |f: &dyn Fn(&(usize, usize, usize)) -> usize| {
+            let scored: Vec<f64> = per_question
+                .iter()
+                .filter(|q| q.2 > 0)
+                .map(|q| f(q) as f64 / q.2 as f64)
+                .collect();
+            100.0 * scored.iter().sum::<f64>() / scored.len().max(1) as f64
+        };
+        let against_first = rows.first().and_then(|first: &RecallRow| {
+            let pairs = |k: fn(&(usize, usize, usize)) -> usize| -> Vec<(f64, f64)> {
+                per_question
+                    .iter()
+                    .zip(&first.per_question)
+                    .filter(|(q, _)| q.2 > 0)
+                    .map(|(q, f)| {
+                        (
+                            100.0 * k(q) as f64 / q.2 as f64,
+                            100.0 * k(f) as f64 / f.2 as f64,
+                        )
+                    })
+                    .collect()
+            };
+            Some((interval(&pairs(|q| q.0))?, interval(&pairs(|q| q.1))?))
+        });
+        rows.push(RecallRow {
+            retriever: retriever.to_string(),
+            recall_at_2: mean(&|q| q.0),
+            recall_at_5: mean(&|q| q.1),
+            per_question,
+            against_first,
+        });
+    }
+    let documents = corpus.list()?.len();
+    let passages = corpus.all_passages()?.len();
+    Ok(CorpusRecall {
+        dataset: dataset.to_string(),
+        questions: items.len(),
+        documents,
+        passages,
+        rows,
+    })
+}
+
+/// The id a paragraph has in the corpus (the SHA-256 of its document text, hex).
+pub fn paragraph_id(title: &str, sentences: &[String]) -> String {
+    hex::encode(Sha256::digest(
+        paragraph_document(title, sentences).as_bytes(),
+    ))
+}

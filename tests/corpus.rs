@@ -1,0 +1,261 @@
+//! The corpus (issue 68): add and remove as transactions, the assembly as a function of the
+//! records present, the lexical index repaired from the database, and kill -9 during an add.
+
+use std::process::Command;
+use std::time::Duration;
+
+use qrmem::corpus::{Added, Corpus, CorpusError, PassageRef, Retriever};
+
+mod common;
+
+const A: &str = "Passage 1:\nRon Joyce\nRon Joyce helped found Tim Hortons with Tim Horton in Hamilton.\n\nPassage 2:\nHamilton\nHamilton is a port city in Ontario.";
+const B: &str = "Passage 1:\nTim Hortons\nTim Hortons is a restaurant chain with 4,613 restaurants in Canada.\n\nPassage 2:\nOntario\nOntario is a province of Canada whose capital is Toronto.";
+const C: &str = "Gianni Schicchi is a comic opera by Giacomo Puccini, first performed in New York.";
+
+fn open(dir: &std::path::Path) -> Corpus {
+    Corpus::open(dir, 300).unwrap()
+}
+
+/// Everything a corpus holds that a reader sees: passages, assembled entities with their
+/// provenance, and the documents' names and sizes.
+type State = (
+    Vec<(String, usize, String, String)>,
+    Vec<(String, Vec<PassageRef>)>,
+    Vec<(String, String, usize, usize, usize)>,
+);
+
+fn state(c: &Corpus) -> State {
+    let passages = c
+        .all_passages()
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.doc, p.idx, p.title, p.text))
+        .collect();
+    let docs = c
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.id, d.name, d.bytes, d.passages, d.entities))
+        .collect();
+    (passages, c.entities().unwrap(), docs)
+}
+
+#[test]
+fn adding_a_and_b_then_removing_a_gives_the_corpus_of_b_alone() {
+    let both = tempfile::tempdir().unwrap();
+    let mut c = open(both.path());
+    let a = match c.add("a.txt", A).unwrap() {
+        Added::New { id, passages } => {
+            assert_eq!(passages, 2);
+            id
+        }
+        other => panic!("{other:?}"),
+    };
+    c.add("b.txt", B).unwrap();
+    // Entities of both documents, with their provenance: Tim Hortons in A's first passage and
+    // in B's first.
+    let entities = c.entities().unwrap();
+    let tim = entities
+        .iter()
+        .find(|(k, _)| k == "tim horton")
+        .unwrap_or_else(|| panic!("{entities:?}"));
+    assert_eq!(tim.1.len(), 2, "{tim:?}");
+    assert_eq!(c.remove(&["a.txt".to_string()]).unwrap(), vec![a.clone()]);
+    let alone = tempfile::tempdir().unwrap();
+    let mut b_only = open(alone.path());
+    b_only.add("b.txt", B).unwrap();
+    assert_eq!(state(&c), state(&b_only));
+    // Nothing of A is found any more, in the database or the index.
+    assert!(c.passage(&a, 0).unwrap().is_none());
+    let hits = c.search("Ron Joyce Hamilton", 5).unwrap();
+    assert!(hits.iter().all(|h| h.doc != a), "{hits:?}");
+    assert_eq!(c.indexed(), 2);
+    // Reopened, the removal holds.
+    drop(c);
+    let c = open(both.path());
+    assert_eq!(state(&c), state(&b_only));
+}
+
+#[test]
+fn the_same_text_is_stored_once_and_names_resolve_by_name_or_id_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let g0 = c.generation().unwrap();
+    let id = match c.add("c.txt", C).unwrap() {
+        Added::New { id, .. } => id,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c.generation().unwrap(), g0 + 1);
+    assert_eq!(
+        c.add("copy.txt", C).unwrap(),
+        Added::Present {
+            id: id.clone(),
+            name: "c.txt".into()
+        }
+    );
+    assert_eq!(c.generation().unwrap(), g0 + 1);
+    assert_eq!(c.resolve(&id[..8]).unwrap(), id);
+    assert_eq!(c.resolve("c.txt").unwrap(), id);
+    // An unknown document is refused, naming it, and nothing is removed.
+    match c.remove(&["c.txt".into(), "nowhere.txt".into()]) {
+        Err(CorpusError::NoDocument(n)) => assert_eq!(n, "nowhere.txt"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.list().unwrap().len(), 1);
+}
+
+#[test]
+fn the_hop_brings_the_own_passage_of_a_title_the_best_passage_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let plain = c.rank(Retriever::Bm25, q, 2).unwrap();
+    let hop = c.rank(Retriever::Bm25Hop, q, 2).unwrap();
+    let a = c.resolve("a.txt").unwrap();
+    let b = c.resolve("b.txt").unwrap();
+    // The best passage is Ron Joyce's; the hop puts Tim Hortons' own passage next.
+    assert_eq!(hop[0], (a.clone(), 0));
+    assert_eq!(hop[1], (b.clone(), 0), "plain {plain:?}");
+}
+
+#[test]
+fn a_lost_or_lagging_index_is_rebuilt_from_the_database_when_the_corpus_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("c.txt", C).unwrap();
+    drop(c);
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let c = open(dir.path());
+    assert_eq!(c.indexed(), 3);
+    assert_eq!(c.search("Puccini opera", 1).unwrap()[0].name, "c.txt");
+}
+
+#[test]
+fn another_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("corpus.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO meta VALUES ('format', 'something-else'), ('version', '7'), ('passage_tokens', '300');",
+        )
+        .unwrap();
+    }
+    let err = Corpus::open(dir.path(), 300).err().expect("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("corpus.sqlite") && msg.contains("something-else"),
+        "{msg}"
+    );
+}
+
+/// kill -9 while `qrmem corpus add` adds 1,000 documents: the corpus opens whole (every document
+/// with its passages and record, the index repaired to the database), and the same add run
+/// again finishes the rest.
+#[test]
+fn kill_9_during_an_add_leaves_whole_documents_and_the_add_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for i in 0..1000 {
+        std::fs::write(
+            docs.join(format!("d{i:03}.txt")),
+            format!("Passage 1:\nTown {i}\nTown {i} lies on river {i} in Province {}.\n\nPassage 2:\nRiver {i}\nRiver {i} is long.", i % 7),
+        )
+        .unwrap();
+    }
+    let corpus = dir.path().join("corpus");
+    let add = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_qrmem"));
+        c.args(["corpus", "--corpus"])
+            .arg(&corpus)
+            .arg("add")
+            .arg(&docs)
+            .env("QRMEM_CACHE", dir.path());
+        c
+    };
+    let mut child = add().spawn().unwrap();
+    // Kill once the database has some documents and before the add is done.
+    let db = corpus.join("corpus.sqlite");
+    let started = std::time::Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let n: i64 = rusqlite::Connection::open(&db)
+            .and_then(|c| c.query_row("SELECT COUNT(*) FROM documents", [], |r| r.get(0)))
+            .unwrap_or(0);
+        if n >= 20 || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    let c = open(&corpus);
+    let listed = c.list().unwrap();
+    // Killed part-way: some documents in, not all.
+    assert!(!status.success());
+    assert!(
+        !listed.is_empty() && listed.len() < 1000,
+        "{}",
+        listed.len()
+    );
+    for d in &listed {
+        assert_eq!(d.passages, 2, "{d:?}");
+        assert!(d.entities > 0, "{d:?}");
+    }
+    assert_eq!(c.indexed() as usize, 2 * listed.len());
+    drop(c);
+    let out = add().output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = open(&corpus);
+    assert_eq!(c.list().unwrap().len(), 1000);
+    assert_eq!(c.indexed(), 2000);
+}
+
+/// HippoRAG's protocol on the real HotpotQA dev file: one document per distinct paragraph, each
+/// question's two gold paragraphs among them, recall in [0, 100] and the per-question counts
+/// adding up.
+#[test]
+fn the_recall_protocol_reads_real_hotpotqa_items() {
+    let Some(path) = common::shared_data("hotpotqa/hotpot_dev_distractor_dev500.json") else {
+        return;
+    };
+    let mut items = qrmem::eval::datasets::load_multihop_raw("hotpotqa", &path).unwrap();
+    items.truncate(10);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let report = qrmem::eval::corpus_recall::corpus_recall(
+        "hotpotqa",
+        &items,
+        &mut c,
+        &[Retriever::Bm25, Retriever::Bm25Hop],
+        |_, _, _| {},
+    )
+    .unwrap();
+    let distinct: std::collections::BTreeSet<String> = items
+        .iter()
+        .flat_map(|i| {
+            i.paragraphs
+                .iter()
+                .map(|(t, s)| qrmem::eval::corpus_recall::paragraph_id(t, s))
+        })
+        .collect();
+    assert_eq!(report.documents, distinct.len());
+    assert_eq!(report.rows.len(), 2);
+    for row in &report.rows {
+        assert_eq!(row.per_question.len(), 10);
+        assert!(row
+            .per_question
+            .iter()
+            .all(|&(at2, at5, gold)| gold == 2 && at2 <= at5 && at5 <= gold));
+        assert!((0.0..=100.0).contains(&row.recall_at_5));
+    }
+}
