@@ -221,10 +221,20 @@ pub(crate) struct AskArgs {
     #[arg(
         long,
         value_name = "MEMORY",
-        conflicts_with = "doc",
-        required_unless_present = "doc"
+        conflicts_with_all = ["doc", "corpus"],
+        required_unless_present_any = ["doc", "corpus"]
     )]
     pub(crate) memory: Option<PathBuf>,
+    /// A corpus (`qrmem corpus add`): the question is answered across its documents, from the
+    /// passages --retriever ranks best, each under its document's name.
+    #[arg(long, value_name = "DIR", conflicts_with = "doc")]
+    pub(crate) corpus: Option<PathBuf>,
+    /// With --corpus: bm25, bm25-hop (default) or dense.
+    #[arg(long, requires = "corpus", default_value = "bm25-hop")]
+    pub(crate) retriever: String,
+    /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
+    #[arg(long, requires = "corpus", default_value_t = 400)]
+    pub(crate) context_tokens: usize,
     /// A document: its memory is built first (oriented to the question).
     #[arg(long, value_name = "FILE")]
     pub(crate) doc: Option<PathBuf>,

@@ -4,13 +4,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::{CorpusArgs, CorpusCommand};
+use crate::args::{AskArgs, CorpusArgs, CorpusCommand};
 use qrmem::corpus::{Added, Corpus, Retriever};
 use qrmem::eval::corpus_recall::corpus_recall;
 use qrmem::eval::datasets::load_multihop_raw;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
 
-pub(crate) fn run(args: &CorpusArgs) -> Result<()> {
+pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
     let dir = args
         .corpus
         .clone()
@@ -75,8 +75,21 @@ pub(crate) fn run(args: &CorpusArgs) -> Result<()> {
             retriever,
         } => {
             let retriever: Retriever = retriever.parse().map_err(anyhow::Error::msg)?;
-            let corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
-            for (rank, (doc, idx)) in corpus.rank(retriever, query, *k)?.into_iter().enumerate() {
+            let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let embedder = match retriever {
+                Retriever::Dense => {
+                    let e = qrmem::embed::from_config(config).context("loading the embedder")?;
+                    corpus.embed_missing(&e, config.embed.batch_size.max(1), |_, _| {})?;
+                    Some(e)
+                }
+                _ => None,
+            };
+            let embedder = embedder.as_ref().map(|e| e as &dyn qrmem::embed::Embedder);
+            for (rank, (doc, idx)) in corpus
+                .rank(retriever, query, *k, embedder)?
+                .into_iter()
+                .enumerate()
+            {
                 let name = corpus
                     .list()?
                     .into_iter()
@@ -99,12 +112,25 @@ pub(crate) fn run(args: &CorpusArgs) -> Result<()> {
             let mut items = load_multihop_raw(dataset, input)?;
             items.truncate(limit.unwrap_or(items.len()));
             let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            // The dense row when the embedder loads; without it, the lexical rows.
+            let embedder = match qrmem::embed::from_config(config) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    eprintln!("no dense row: {e}");
+                    None
+                }
+            };
+            let mut retrievers = vec![Retriever::Bm25, Retriever::Bm25Hop];
+            if embedder.is_some() {
+                retrievers.push(Retriever::Dense);
+            }
             let bar = qrmem::progress::count_bar(0, "");
             let report = corpus_recall(
                 dataset,
                 &items,
                 &mut corpus,
-                &[Retriever::Bm25, Retriever::Bm25Hop],
+                &retrievers,
+                embedder.as_ref().map(|e| e as &dyn qrmem::embed::Embedder),
                 |what, done, total| {
                     bar.set_length(total as u64);
                     bar.set_message(what.to_string());
@@ -155,4 +181,53 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(value)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `qrmem ask --corpus DIR`: the question answered across the corpus's documents.
+pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> Result<()> {
+    let retriever: Retriever = args.retriever.parse().map_err(anyhow::Error::msg)?;
+    if !dir.join("corpus.sqlite").is_file() {
+        bail!(
+            "{}: no corpus here (create one with `qrmem corpus --corpus {} add PATH...`)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
+    let prompts = qrmem::prompts::Prompts::load()?;
+    let svc = qrmem::llm::Service::from_config(config)?;
+    let embedder: Box<dyn qrmem::embed::Embedder> = match retriever {
+        Retriever::Dense => {
+            let e = qrmem::embed::from_config(config).context("loading the embedder")?;
+            corpus.embed_missing(&e, config.embed.batch_size.max(1), |_, _| {})?;
+            Box::new(e)
+        }
+        _ => Box::new(qrmem::embed::Unavailable {
+            reason: "the lexical retrievers use no embedder".into(),
+        }),
+    };
+    let ctx = qrmem::methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: embedder.as_ref(),
+        config,
+    };
+    let trace = qrmem::methods::ask_corpus(
+        &ctx,
+        &corpus,
+        &args.question,
+        &args.options,
+        retriever,
+        args.context_tokens,
+    )
+    .await?;
+    if let Some(path) = &args.trace {
+        write_json(path, &trace)?;
+    }
+    println!("{}", trace.answer);
+    eprintln!("\n{}", trace.summary());
+    if let Some(step) = trace.steps.last() {
+        eprintln!("{}", step.note);
+    }
+    Ok(())
 }

@@ -3,9 +3,9 @@
 //! eval and batch drivers, which use the same API.
 
 mod args;
+mod chat_cmd;
 mod corpus_cmd;
 
-use std::io::Read;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -22,13 +22,12 @@ use qrmem::methods::{self, MethodSpec, Runtime, Tuning};
 use qrmem::prompts::Prompts;
 
 use args::{
-    AskArgs, BatchArgs, BuildArgs, ChatArgs, Cli, Command, DataCommand, EvalArgs, ExportFormat,
-    Global,
+    AskArgs, BatchArgs, BuildArgs, Cli, Command, DataCommand, EvalArgs, ExportFormat, Global,
 };
 
 /// Writes to standard output. A closed pipe (`qrmem export ... | head`) is an error that
 /// `main` turns into a quiet exit with status 0, as `head` expects of the programs before it.
-fn write_stdout(args: std::fmt::Arguments) -> Result<()> {
+pub(crate) fn write_stdout(args: std::fmt::Arguments) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     out.write_fmt(args)?;
@@ -136,72 +135,12 @@ fn load_config(g: &Global) -> Result<(Config, ConfigSource)> {
 
 /// The ledger and the wall time, when an LLM call was made (a command that failed before its
 /// first call has no cost to report).
-fn print_ledger(ledger: &LedgerSnapshot, wall: std::time::Duration) {
+pub(crate) fn print_ledger(ledger: &LedgerSnapshot, wall: std::time::Duration) {
     let total = ledger.total();
     if total.requests + total.cache_hits == 0 {
         return;
     }
     eprintln!("\n{ledger}wall time {:.2} s", wall.as_secs_f64());
-}
-
-async fn chat(config: &Config, args: &ChatArgs) -> Result<()> {
-    let prompt = if args.prompt == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading the prompt from standard input")?;
-        s
-    } else {
-        args.prompt.clone()
-    };
-    if prompt.trim().is_empty() {
-        bail!("the prompt is empty");
-    }
-    let schema: Option<serde_json::Value> = match &args.schema {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the schema {}", path.display()))?;
-            Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("the schema {} is not JSON", path.display()))?,
-            )
-        }
-        None => None,
-    };
-    let svc = Service::from_config(config)?;
-    let started = Instant::now();
-    let outcome = svc
-        .chat_once(
-            &args.stage,
-            args.system.as_deref(),
-            &prompt,
-            schema,
-            args.temperature,
-            args.max_tokens,
-        )
-        .await
-        .map(|(text, cut)| {
-            if cut {
-                eprintln!("(the reply was cut off at max_tokens; raise --max-tokens)");
-            }
-            text
-        });
-    let ledger = svc.ledger().snapshot();
-    if let Some(path) = &args.ledger_out {
-        std::fs::write(path, serde_json::to_vec_pretty(&ledger)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    match outcome {
-        Ok(text) => {
-            outln!("{}", text.trim_end());
-            print_ledger(&ledger, started.elapsed());
-            Ok(())
-        }
-        Err(e) => {
-            print_ledger(&ledger, started.elapsed());
-            Err(e.into())
-        }
-    }
 }
 
 /// The configured embedder, or (`lenient`) a stand-in that says why there is none when a
@@ -221,6 +160,9 @@ fn embedder(config: &Config, lenient: bool) -> Result<Box<dyn Embedder>> {
 async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
     if args.question.trim().is_empty() {
         bail!("--question is empty: give the question to answer");
+    }
+    if let Some(dir) = &args.corpus {
+        return corpus_cmd::ask(config, dir, args).await;
     }
     let mut config = config.clone();
     if let Some(n) = args.max_trials {
@@ -383,7 +325,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let (config, source) = load_config(&cli.global)?;
     match &cli.command {
         Command::Chat(args) => {
-            chat(&config, args).await?;
+            chat_cmd::chat(&config, args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor => {
@@ -455,7 +397,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Corpus(args) => corpus_cmd::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Corpus(args) => corpus_cmd::run(&config, args).map(|()| ExitCode::SUCCESS),
         Command::Config => {
             outln!("# source: {source}\n{}", config.to_toml()?);
             Ok(ExitCode::SUCCESS)

@@ -465,3 +465,61 @@ fn a_refused_local_server_fails_fast_with_the_command_that_starts_it() {
     // The client logs every retry (RUST_LOG=trace): there is none.
     assert!(!t.contains("retrying"), "{t}");
 }
+
+/// The corpus commands from the command line: add a directory, list, remove by name, and
+/// clear errors for a missing corpus or document.
+#[test]
+fn corpus_commands_add_list_remove_and_name_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("a.txt"), "Alpha founded Beta in Delta.").unwrap();
+    std::fs::write(docs.join("b.md"), "Gamma sells bananas.").unwrap();
+    std::fs::write(docs.join("skip.bin"), "not a document").unwrap();
+    let corpus = dir.path().join("corpus");
+    let c = corpus.to_str().unwrap();
+    let url = "http://127.0.0.1:9/v1";
+    let out = qrmem(
+        &["corpus", "--corpus", c, "add", docs.to_str().unwrap()],
+        url,
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("added 2 documents"), "{}", text(&out));
+    let ls = qrmem(&["corpus", "--corpus", c, "ls"], url, dir.path());
+    let listed = String::from_utf8_lossy(&ls.stdout).to_string();
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    assert!(listed.contains("a.txt") && listed.contains("b.md") && !listed.contains("skip.bin"));
+    let a = docs.join("a.txt");
+    let rm = qrmem(
+        &["corpus", "--corpus", c, "remove", a.to_str().unwrap()],
+        url,
+        dir.path(),
+    );
+    assert!(rm.status.success(), "{}", text(&rm));
+    let gone = qrmem(
+        &["corpus", "--corpus", c, "remove", "nothing.txt"],
+        url,
+        dir.path(),
+    );
+    assert!(!gone.status.success());
+    assert!(
+        text(&gone).contains("no document in the corpus matches 'nothing.txt'"),
+        "{}",
+        text(&gone)
+    );
+    let missing = dir.path().join("nowhere");
+    let ask = qrmem(
+        &[
+            "ask",
+            "--corpus",
+            missing.to_str().unwrap(),
+            "--question",
+            "Who founded Beta?",
+        ],
+        url,
+        dir.path(),
+    );
+    assert!(!ask.status.success());
+    assert!(text(&ask).contains("no corpus here"), "{}", text(&ask));
+}

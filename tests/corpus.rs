@@ -112,8 +112,8 @@ fn the_hop_brings_the_own_passage_of_a_title_the_best_passage_names() {
     c.add("b.txt", B).unwrap();
     c.add("c.txt", C).unwrap();
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
-    let plain = c.rank(Retriever::Bm25, q, 2).unwrap();
-    let hop = c.rank(Retriever::Bm25Hop, q, 2).unwrap();
+    let plain = c.rank(Retriever::Bm25, q, 2, None).unwrap();
+    let hop = c.rank(Retriever::Bm25Hop, q, 2, None).unwrap();
     let a = c.resolve("a.txt").unwrap();
     let b = c.resolve("b.txt").unwrap();
     // The best passage is Ron Joyce's; the hop puts Tim Hortons' own passage next.
@@ -237,6 +237,7 @@ fn the_recall_protocol_reads_real_hotpotqa_items() {
         &items,
         &mut c,
         &[Retriever::Bm25, Retriever::Bm25Hop],
+        None,
         |_, _, _| {},
     )
     .unwrap();
@@ -258,4 +259,88 @@ fn the_recall_protocol_reads_real_hotpotqa_items() {
             .all(|&(at2, at5, gold)| gold == 2 && at2 <= at5 && at5 <= gold));
         assert!((0.0..=100.0).contains(&row.recall_at_5));
     }
+}
+
+/// The dense retriever: each passage embedded once (stored; a second call embeds nothing),
+/// ranked by cosine to the question; a removed document's vectors go with it.
+#[test]
+fn passages_are_embedded_once_and_ranked_by_similarity() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("c.txt", C).unwrap();
+    let bow = common::bow::Bow;
+    assert_eq!(c.embed_missing(&bow, 2, |_, _| {}).unwrap(), 3);
+    assert_eq!(c.embed_missing(&bow, 2, |_, _| {}).unwrap(), 0);
+    let top = c
+        .rank(Retriever::Dense, "comic opera by Puccini", 1, Some(&bow))
+        .unwrap();
+    assert_eq!(top[0].0, c.resolve("c.txt").unwrap());
+    assert!(matches!(
+        c.rank(Retriever::Dense, "opera", 1, None),
+        Err(CorpusError::Invalid { .. })
+    ));
+    c.remove(&["c.txt".into()]).unwrap();
+    let top = c
+        .rank(Retriever::Dense, "comic opera by Puccini", 5, Some(&bow))
+        .unwrap();
+    assert_eq!(top.len(), 2, "{top:?}");
+    c.add("c.txt", C).unwrap();
+    assert_eq!(c.embed_missing(&bow, 2, |_, _| {}).unwrap(), 1);
+}
+
+/// `ask --corpus`: the answer prompt shows the passages the hop ranks best, each under its
+/// document's name, within the budget, and the trace names them.
+#[tokio::test]
+async fn a_question_is_answered_across_documents_naming_each_passages_document() {
+    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|_| {
+        Scripted::Reply(r#"{"reasoning": "Tim Hortons has 4,613.", "answer": "4,613"}"#.into())
+    }));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let config = qrmem::Config::default();
+    let ctx = qrmem::methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &common::bow::Bow,
+        config: &config,
+    };
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let trace = qrmem::methods::ask_corpus(&ctx, &c, q, &[], Retriever::Bm25Hop, 60)
+        .await
+        .unwrap();
+    assert_eq!(trace.answer, "4,613");
+    assert_eq!(trace.method, "corpus-bm25-hop-passages60");
+    let prompt = llm.received()[0].messages.last().unwrap().content.clone();
+    let quoted = prompt.split("\"\"\"").nth(1).unwrap();
+    // Ron Joyce's passage, then Tim Hortons' own passage, each under its document's name;
+    // nothing else fits 60 tokens.
+    let a = quoted
+        .find("[a.txt]\nPassage 1:\nRon Joyce")
+        .unwrap_or_else(|| panic!("{quoted}"));
+    let b = quoted
+        .find("[b.txt]\nPassage 1:\nTim Hortons")
+        .unwrap_or_else(|| panic!("{quoted}"));
+    assert!(a < b);
+    assert!(!quoted.contains("Puccini"), "{quoted}");
+    assert!(qrmem::text::count_tokens(quoted.trim()) <= 60);
+    assert!(
+        trace.steps[0].note.contains("a.txt#0, b.txt#0"),
+        "{}",
+        trace.steps[0].note
+    );
+    // An empty corpus says so.
+    let empty = tempfile::tempdir().unwrap();
+    let e = open(empty.path());
+    let err = qrmem::methods::ask_corpus(&ctx, &e, q, &[], Retriever::Bm25, 60)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no passages"), "{err}");
 }

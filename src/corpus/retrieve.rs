@@ -17,6 +17,8 @@ pub enum Retriever {
     /// The best BM25 passage, then the own passages of the titles it names (whole words), in
     /// the question's BM25 order, at most `HOP_HOMES`; then the BM25 ranking.
     Bm25Hop,
+    /// The embedder's cosine similarity to the question, over every passage's stored vector.
+    Dense,
 }
 
 impl fmt::Display for Retriever {
@@ -24,6 +26,7 @@ impl fmt::Display for Retriever {
         f.write_str(match self {
             Retriever::Bm25 => "bm25",
             Retriever::Bm25Hop => "bm25-hop",
+            Retriever::Dense => "dense",
         })
     }
 }
@@ -34,7 +37,8 @@ impl FromStr for Retriever {
         match s {
             "bm25" => Ok(Retriever::Bm25),
             "bm25-hop" => Ok(Retriever::Bm25Hop),
-            _ => Err(format!("unknown retriever '{s}' (bm25, bm25-hop)")),
+            "dense" => Ok(Retriever::Dense),
+            _ => Err(format!("unknown retriever '{s}' (bm25, bm25-hop, dense)")),
         }
     }
 }
@@ -45,18 +49,33 @@ const POOL: usize = 50;
 
 impl Corpus {
     /// The `k` best passages for `question` by `retriever`: (document id, passage index).
+    /// The dense retriever needs `embedder`.
     pub fn rank(
         &self,
         retriever: Retriever,
         question: &str,
         k: usize,
+        embedder: Option<&dyn crate::embed::Embedder>,
     ) -> Result<Vec<(String, usize)>, CorpusError> {
+        if retriever == Retriever::Dense {
+            let Some(embedder) = embedder else {
+                return Err(CorpusError::Invalid {
+                    path: self.dir().to_path_buf(),
+                    what: "the dense retriever needs the embedder".into(),
+                });
+            };
+            return Ok(self
+                .dense(embedder, question, k)?
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect());
+        }
         let ranked: Vec<(String, usize)> = self
             .lexical_ranking(question, POOL.max(k))?
             .into_iter()
             .collect();
         let mut out = match (retriever, ranked.first()) {
-            (Retriever::Bm25, _) | (_, None) => ranked,
+            (Retriever::Bm25 | Retriever::Dense, _) | (_, None) => ranked,
             (Retriever::Bm25Hop, Some(best)) => {
                 let best = best.clone();
                 let homes = self.own_passages(question, &best)?;

@@ -37,6 +37,9 @@ CREATE TABLE IF NOT EXISTS mentions (
   entity TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
   PRIMARY KEY (doc, idx, entity));
 CREATE INDEX IF NOT EXISTS mentions_by_entity ON mentions(entity);
+CREATE TABLE IF NOT EXISTS vectors (
+  doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+  model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (doc, idx, model));
 ";
 
 /// A corpus: its database and its lexical index.
@@ -45,6 +48,15 @@ pub struct Corpus {
     db: Connection,
     lexical: Lexical,
     passage_tokens: usize,
+    /// The passages' vectors of one embedder, read once per generation.
+    vectors: std::sync::Mutex<Option<Vectors>>,
+}
+
+/// The vectors of `model` at database `generation`.
+struct Vectors {
+    model: String,
+    generation: u64,
+    rows: Vec<(PassageRef, Vec<f32>)>,
 }
 
 /// A document of the corpus as `qrmem corpus ls` lists it.
@@ -151,6 +163,7 @@ impl Corpus {
             db,
             lexical,
             passage_tokens,
+            vectors: std::sync::Mutex::new(None),
         };
         match corpus.repair_index() {
             // Another process holds the index's writer: it is adding or removing, and commits
@@ -535,6 +548,106 @@ impl Corpus {
         Ok(out)
     }
 
+    /// Embeds, with `embedder`, every passage that has no vector of its model yet (once per
+    /// passage: the vectors are stored), in batches of `batch`, each batch one transaction;
+    /// `progress` gets (done, total). Returns how many were embedded.
+    pub fn embed_missing(
+        &mut self,
+        embedder: &dyn crate::embed::Embedder,
+        batch: usize,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<usize, CorpusError> {
+        let model = embedder.model_id().to_string();
+        let missing = self.passages_where(
+            "NOT EXISTS (SELECT 1 FROM vectors v WHERE v.doc = p.doc AND v.idx = p.idx AND v.model = ?1)",
+            params![model],
+        )?;
+        let total = missing.len();
+        if total > 0 {
+            // The vectors read so far lack the new ones.
+            *self.vectors.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        for (n, chunk) in missing.chunks(batch.max(1)).enumerate() {
+            let texts: Vec<&str> = chunk.iter().map(|p| p.text.as_str()).collect();
+            let vecs =
+                crate::embed::embed_exact(embedder, &texts).map_err(|x| CorpusError::Invalid {
+                    path: self.dir.clone(),
+                    what: format!("embedding passages: {x}"),
+                })?;
+            let path = self.dir.join("corpus.sqlite");
+            let e = |source| CorpusError::Db {
+                path: path.clone(),
+                source,
+            };
+            let tx = self.db.transaction().map_err(e)?;
+            for (p, v) in chunk.iter().zip(vecs) {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                tx.execute(
+                    "INSERT OR REPLACE INTO vectors (doc, idx, model, vec) VALUES (?1, ?2, ?3, ?4)",
+                    params![p.doc, p.idx as i64, model, bytes],
+                )
+                .map_err(e)?;
+            }
+            tx.commit().map_err(e)?;
+            progress((n * batch.max(1) + chunk.len()).min(total), total);
+        }
+        Ok(total)
+    }
+
+    /// The `k` passages whose stored vectors of `embedder`'s model are most similar (cosine)
+    /// to the query's; passages without a vector are not ranked (see [`Corpus::embed_missing`]).
+    pub fn dense(
+        &self,
+        embedder: &dyn crate::embed::Embedder,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<(PassageRef, f32)>, CorpusError> {
+        let model = embedder.model_id().to_string();
+        let generation = self.generation()?;
+        let q = crate::embed::embed_exact(embedder, &[query])
+            .map_err(|x| CorpusError::Invalid {
+                path: self.dir.clone(),
+                what: format!("embedding the query: {x}"),
+            })?
+            .pop()
+            .unwrap_or_default();
+        let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = matches!(&*cache, Some(v) if v.model == model && v.generation == generation);
+        if !fresh {
+            let mut stmt = self
+                .db
+                .prepare("SELECT doc, idx, vec FROM vectors WHERE model = ?1 ORDER BY doc, idx")
+                .map_err(|x| self.db_err(x))?;
+            let rows: Vec<(PassageRef, Vec<f32>)> = stmt
+                .query_map([&model], |r| {
+                    let bytes: Vec<u8> = r.get(2)?;
+                    let v = bytes
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect();
+                    Ok(((r.get(0)?, r.get::<_, i64>(1)? as usize), v))
+                })
+                .and_then(|rows| rows.collect())
+                .map_err(|x| self.db_err(x))?;
+            *cache = Some(Vectors {
+                model,
+                generation,
+                rows,
+            });
+        }
+        let rows = cache
+            .as_ref()
+            .map(|v| v.rows.as_slice())
+            .unwrap_or_default();
+        let mut scored: Vec<(PassageRef, f32)> = rows
+            .iter()
+            .map(|(p, v)| (p.clone(), cosine(&q, v)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.truncate(k);
+        Ok(scored)
+    }
+
     /// Passages in the lexical index (equal to the database's once the corpus is open).
     pub fn indexed(&self) -> u64 {
         self.lexical.len()
@@ -542,5 +655,16 @@ impl Corpus {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
     }
 }

@@ -72,6 +72,7 @@ pub fn corpus_recall(
     items: &[MultiHopRaw],
     corpus: &mut Corpus,
     retrievers: &[Retriever],
+    embedder: Option<&dyn crate::embed::Embedder>,
     mut progress: impl FnMut(&str, usize, usize),
 ) -> Result<CorpusRecall, CorpusError> {
     let mut docs: Vec<(String, String)> = Vec::new();
@@ -95,13 +96,18 @@ pub fn corpus_recall(
             progress("adding paragraphs", done, total);
         }
     })?;
+    if let (true, Some(embedder)) = (retrievers.contains(&Retriever::Dense), embedder) {
+        corpus.embed_missing(embedder, 64, |done, total| {
+            progress("embedding passages", done, total)
+        })?;
+    }
     let mut rows = Vec::new();
     for &retriever in retrievers {
         let mut per_question = Vec::with_capacity(items.len());
         for (n, (item, gold)) in items.iter().zip(&golds).enumerate() {
             // Documents in rank order, each once.
             let mut docs: Vec<String> = Vec::new();
-            for (doc, _) in corpus.rank(retriever, &item.question, 20)? {
+            for (doc, _) in corpus.rank(retriever, &item.question, 20, embedder)? {
                 if !docs.contains(&doc) {
                     docs.push(doc);
                 }

@@ -10,6 +10,7 @@
 //! ([`oracle`]) and the seed systems ([`summary_tree`],
 //! [`knowledge_tree`], [`garlic`]).
 
+mod across;
 pub mod baseline;
 mod entry;
 pub mod garlic;
@@ -23,6 +24,7 @@ mod store;
 pub mod summary_tree;
 pub mod vanilla_middle;
 
+pub use across::{ask_corpus, AcrossError};
 pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
 pub use method::{answer as run, Method, MethodSpec, Recorded};
