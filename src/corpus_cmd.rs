@@ -120,7 +120,7 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
                     None
                 }
             };
-            let mut retrievers = vec![Retriever::Bm25, Retriever::Bm25Hop];
+            let mut retrievers = vec![Retriever::Bm25, Retriever::Bm25Hop, Retriever::GraphStart];
             if embedder.is_some() {
                 retrievers.push(Retriever::Dense);
             }

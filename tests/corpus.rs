@@ -344,3 +344,49 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
         .unwrap_err();
     assert!(err.to_string().contains("no passages"), "{err}");
 }
+
+/// The graph's start over the co-occurrence memory: the passages linked to the entities the
+/// question names come first, though BM25 ranks another passage higher.
+#[test]
+fn the_graph_start_puts_the_passages_of_the_questions_entities_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    // "restaurant chain" pulls Tim Hortons' passage up for BM25; the question names Ontario.
+    let q = "Which restaurant chain restaurant chain is in Ontario?";
+    let bm25 = c.rank(Retriever::Bm25, q, 3, None).unwrap();
+    let start = c.rank(Retriever::GraphStart, q, 3, None).unwrap();
+    let b = c.resolve("b.txt").unwrap();
+    let a = c.resolve("a.txt").unwrap();
+    assert_eq!(bm25[0], (b.clone(), 0), "{bm25:?}");
+    // Ontario's passages: A's second (Hamilton is in Ontario) and B's second (Ontario's own).
+    let linked: std::collections::BTreeSet<_> = start[..2].iter().cloned().collect();
+    assert_eq!(linked, [(a, 1), (b, 1)].into_iter().collect(), "{start:?}");
+}
+
+/// A document whose record was made with other extraction settings gets a record of the
+/// current ones when it is added again (nothing else is rebuilt), and the assembly follows it.
+#[test]
+fn a_record_of_older_settings_is_extracted_again_when_its_document_is_added_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    let before = state(&c);
+    drop(c);
+    {
+        let db = rusqlite::Connection::open(dir.path().join("corpus.sqlite")).unwrap();
+        db.execute_batch("UPDATE records SET settings = 'older'; DELETE FROM mentions;")
+            .unwrap();
+    }
+    let mut c = open(dir.path());
+    assert!(c.entities().unwrap().is_empty());
+    assert!(matches!(c.add("a.txt", A).unwrap(), Added::Present { .. }));
+    assert_eq!(state(&c), before);
+    let db = rusqlite::Connection::open(dir.path().join("corpus.sqlite")).unwrap();
+    let records: i64 = db
+        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(records, 2);
+}

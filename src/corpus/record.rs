@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::merge::{english_stemmer, normalize};
 use crate::memory::schema;
+use crate::text::occurs_in;
+use crate::text::passages::MIN_NAME;
 
 /// The record kind of the co-occurrence pass, and the version of its settings: a change to
 /// what the pass extracts is a new key, so old records are never read as new ones.
 pub const RECORD_KIND: &str = "cooccurrence";
-pub(crate) const RECORD_SETTINGS: &str = "schema-v1";
+pub(crate) const RECORD_SETTINGS: &str = "schema-titles-v1";
 
 /// One document's extraction record: per passage (in order), its entities.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,21 +33,30 @@ pub struct EntityRow {
 }
 
 impl DocRecord {
-    /// The co-occurrence pass over a document's passages.
-    pub fn cooccurrence<S: AsRef<str>>(passages: &[S]) -> Self {
+    /// The co-occurrence pass over a document's passages, each given with its title: the
+    /// entities the schema extractor finds, and the title itself when the passage's text
+    /// names it (a passage's title is the entity it is about, and the extractor leaves out a
+    /// lone name at the start of a line).
+    pub fn cooccurrence<S: AsRef<str>>(passages: &[(S, S)]) -> Self {
         let stemmer = english_stemmer();
         let passages = passages
             .iter()
-            .map(|p| {
-                let mut rows: Vec<EntityRow> = schema::extract(p.as_ref())
+            .map(|(title, text)| {
+                let (title, text) = (title.as_ref(), text.as_ref());
+                let lower = text.to_lowercase();
+                let own = (title.chars().count() >= MIN_NAME && occurs_in(&lower, title))
+                    .then(|| (title.to_string(), "title"));
+                let mut rows: Vec<EntityRow> = schema::extract(text)
                     .into_iter()
                     .filter(|e| e.kind != "number" && e.kind != "time")
-                    .filter_map(|e| {
-                        let key = normalize(&e.name, &stemmer).join(" ");
+                    .map(|e| (e.name, e.kind))
+                    .chain(own)
+                    .filter_map(|(name, kind)| {
+                        let key = normalize(&name, &stemmer).join(" ");
                         (!key.is_empty()).then(|| EntityRow {
                             key,
-                            name: e.name.clone(),
-                            kind: e.kind.to_string(),
+                            name,
+                            kind: kind.to_string(),
                         })
                     })
                     .collect();

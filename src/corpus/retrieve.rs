@@ -19,7 +19,15 @@ pub enum Retriever {
     Bm25Hop,
     /// The embedder's cosine similarity to the question, over every passage's stored vector.
     Dense,
+    /// The graph's start over the co-occurrence memory: the passages linked to the entities
+    /// the question names (E_s, by the schema extractor and the merge key; an entity linked to
+    /// more than `GENERIC_LINKS` passages is generic and left out), in BM25 order, then the
+    /// BM25 ranking.
+    GraphStart,
 }
+
+/// Passages an entity may be linked to and still start navigation (more: a generic name).
+pub const GENERIC_LINKS: usize = 50;
 
 impl fmt::Display for Retriever {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -27,6 +35,7 @@ impl fmt::Display for Retriever {
             Retriever::Bm25 => "bm25",
             Retriever::Bm25Hop => "bm25-hop",
             Retriever::Dense => "dense",
+            Retriever::GraphStart => "graph-start",
         })
     }
 }
@@ -38,7 +47,10 @@ impl FromStr for Retriever {
             "bm25" => Ok(Retriever::Bm25),
             "bm25-hop" => Ok(Retriever::Bm25Hop),
             "dense" => Ok(Retriever::Dense),
-            _ => Err(format!("unknown retriever '{s}' (bm25, bm25-hop, dense)")),
+            "graph-start" => Ok(Retriever::GraphStart),
+            _ => Err(format!(
+                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start)"
+            )),
         }
     }
 }
@@ -74,8 +86,21 @@ impl Corpus {
             .lexical_ranking(question, POOL.max(k))?
             .into_iter()
             .collect();
+        if retriever == Retriever::GraphStart {
+            let mut out = self.start_passages(question)?;
+            let rank_of =
+                |p: &(String, usize)| ranked.iter().position(|r| r == p).unwrap_or(usize::MAX);
+            out.sort_by_key(|p| rank_of(p));
+            for p in ranked {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            out.truncate(k);
+            return Ok(out);
+        }
         let mut out = match (retriever, ranked.first()) {
-            (Retriever::Bm25 | Retriever::Dense, _) | (_, None) => ranked,
+            (Retriever::Bm25 | Retriever::Dense | Retriever::GraphStart, _) | (_, None) => ranked,
             (Retriever::Bm25Hop, Some(best)) => {
                 let best = best.clone();
                 let homes = self.own_passages(question, &best)?;
@@ -89,6 +114,25 @@ impl Corpus {
             }
         };
         out.truncate(k);
+        Ok(out)
+    }
+
+    /// The passages of E_s: the entities the question names (by the co-occurrence pass's
+    /// extractor and merge key) that are not generic, each passage once, in document order.
+    fn start_passages(&self, question: &str) -> Result<Vec<(String, usize)>, CorpusError> {
+        let record = super::DocRecord::cooccurrence(&[("", question)]);
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for e in record.passages.iter().flatten() {
+            let linked = self.passages_of(&e.key)?;
+            if linked.len() > GENERIC_LINKS {
+                continue;
+            }
+            for p in linked {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
         Ok(out)
     }
 

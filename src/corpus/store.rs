@@ -263,9 +263,6 @@ impl Corpus {
             })
             .optional()
             .map_err(|x| self.db_err(x))?;
-        if let Some(name) = present {
-            return Ok((Added::Present { id, name }, Vec::new()));
-        }
         let units = passages(text, self.passage_tokens);
         let doc_title = title_key(name);
         let rows: Vec<(usize, usize, usize, String, String)> = units
@@ -279,13 +276,55 @@ impl Corpus {
                 (u.index, u.start, u.end, title, u.text.clone())
             })
             .collect();
-        let record =
-            DocRecord::cooccurrence(&units.iter().map(|u| u.text.as_str()).collect::<Vec<_>>());
+        let record = DocRecord::cooccurrence(
+            &rows
+                .iter()
+                .map(|(_, _, _, title, text)| (title.as_str(), text.as_str()))
+                .collect::<Vec<_>>(),
+        );
         let body = serde_json::to_string(&record).map_err(|x| CorpusError::Invalid {
             path: self.dir.clone(),
             what: format!("record of {name}: {x}"),
         })?;
         let generation = self.generation()? + 1;
+        if let Some(name) = present {
+            // Present: its record of these settings is kept; a record of other settings (an
+            // older extraction) gets this one beside it, and the assembly follows the new one.
+            let has: bool = self
+                .db
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
+                    params![id, RECORD_KIND, RECORD_SETTINGS],
+                    |r| r.get(0),
+                )
+                .map_err(|x| self.db_err(x))?;
+            if !has {
+                let path = self.dir.join("corpus.sqlite");
+                let e = |source| CorpusError::Db {
+                    path: path.clone(),
+                    source,
+                };
+                let tx = self
+                    .db
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(e)?;
+                tx.execute(
+                    "INSERT INTO records (doc, kind, settings, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![id, RECORD_KIND, RECORD_SETTINGS, body],
+                )
+                .map_err(e)?;
+                tx.execute("DELETE FROM mentions WHERE doc = ?1", [&id])
+                    .map_err(e)?;
+                insert_mentions(&tx, &id, &record).map_err(e)?;
+                tx.execute(
+                    "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+                    [generation.to_string()],
+                )
+                .map_err(e)?;
+                tx.commit().map_err(e)?;
+            }
+            return Ok((Added::Present { id, name }, Vec::new()));
+        }
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -319,15 +358,7 @@ impl Corpus {
             params![id, RECORD_KIND, RECORD_SETTINGS, body],
         )
         .map_err(e)?;
-        for (idx, entities) in record.passages.iter().enumerate() {
-            for r in entities {
-                tx.execute(
-                    "INSERT OR IGNORE INTO mentions (doc, idx, entity, name, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![id, idx as i64, r.key, r.name, r.kind],
-                )
-                .map_err(e)?;
-            }
-        }
+        insert_mentions(&tx, &id, &record).map_err(e)?;
         tx.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'generation'",
             [generation.to_string()],
@@ -500,6 +531,22 @@ impl Corpus {
         Ok(rows)
     }
 
+    /// The passages that name the entity `key` (its provenance rows), in document order.
+    pub fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT m.doc, m.idx FROM mentions m JOIN documents d ON d.id = m.doc
+                 WHERE m.entity = ?1 ORDER BY d.seq, m.idx",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([key], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
     /// The assembled entities: each key with the passages naming it (document id, passage),
     /// in key order: the graph's entity-passage links with their provenance.
     pub fn entities(&self) -> Result<Vec<(String, Vec<PassageRef>)>, CorpusError> {
@@ -667,4 +714,21 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     } else {
         dot / (na * nb)
     }
+}
+
+/// The provenance rows of `record` (document `id`): the second phase, the assembly, as rows.
+fn insert_mentions(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    record: &DocRecord,
+) -> Result<(), rusqlite::Error> {
+    for (idx, entities) in record.passages.iter().enumerate() {
+        for r in entities {
+            tx.execute(
+                "INSERT OR IGNORE INTO mentions (doc, idx, entity, name, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, idx as i64, r.key, r.name, r.kind],
+            )?;
+        }
+    }
+    Ok(())
 }
