@@ -292,6 +292,15 @@ pub(crate) struct BatchArgs {
     /// Try the questions that failed in an earlier run again.
     #[arg(long)]
     pub(crate) retry_failed: bool,
+    /// Ask every question across this corpus (`qrmem corpus add`); jobs then name no document.
+    #[arg(long, value_name = "DIR", conflicts_with = "method")]
+    pub(crate) corpus: Option<PathBuf>,
+    /// With --corpus: bm25, bm25-hop (default) or dense.
+    #[arg(long, requires = "corpus", default_value = "bm25-hop")]
+    pub(crate) retriever: String,
+    /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
+    #[arg(long, requires = "corpus", default_value_t = 400)]
+    pub(crate) context_tokens: usize,
 }
 
 #[derive(Args)]

@@ -96,6 +96,9 @@ pub struct AnswerRecord {
     pub completion_tokens: u64,
     pub wall_secs: f64,
     pub error: Option<String>,
+    /// With `--corpus`: the passages the answer was read from, each as `document#passage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<String>,
 }
 
 impl AnswerRecord {
@@ -129,6 +132,7 @@ impl AnswerRecord {
             completion_tokens: 0,
             wall_secs: 0.0,
             error: Some(error),
+            sources: None,
         }
     }
 }
@@ -150,6 +154,28 @@ pub struct BatchOptions {
     /// Re-run the questions that failed (drops their old lines first).
     pub retry_failed: bool,
     pub progress: bool,
+    /// Ask every question across this corpus instead of a job's own document (jobs then name
+    /// no document).
+    pub corpus: Option<CorpusJobs>,
+}
+
+/// `qrmem batch --corpus DIR`: the corpus and how its passages are chosen.
+#[derive(Clone, Debug)]
+pub struct CorpusJobs {
+    pub dir: PathBuf,
+    pub retriever: crate::corpus::Retriever,
+    /// Tokens of passages in the answer prompt (0: as many as the window holds).
+    pub context_tokens: usize,
+}
+
+impl BatchOptions {
+    /// The method's name in the output lines.
+    fn method_name(&self) -> String {
+        match &self.corpus {
+            Some(c) => format!("corpus-{}-passages{}", c.retriever, c.context_tokens),
+            None => self.method.to_string(),
+        }
+    }
 }
 
 /// The end of a run.
@@ -187,7 +213,7 @@ fn parse_jobs(
         message: e.to_string(),
     })?;
     let base = input.parent().unwrap_or(Path::new("."));
-    let method = opts.method.to_string();
+    let method = opts.method_name();
     let mut jobs = Vec::new();
     let mut bad = Vec::new();
     let mut skipped = 0usize;
@@ -285,6 +311,15 @@ fn parse_jobs(
             continue;
         }
         let (document, name) = match (&job.doc, &job.doc_path) {
+            (Some(_), _) | (_, Some(_)) if opts.corpus.is_some() => {
+                every(
+                    "with --corpus a job names no document (\"doc\", \"doc_path\"): its questions are asked across the corpus",
+                    &mut bad,
+                    &mut skipped,
+                );
+                continue;
+            }
+            (None, None) if opts.corpus.is_some() => (String::new(), String::new()),
             (Some(_), Some(_)) => {
                 every(
                     "give either \"doc\" or \"doc_path\", not both",
@@ -327,7 +362,7 @@ fn parse_jobs(
                 }
             }
         };
-        if document.trim().is_empty() {
+        if document.trim().is_empty() && opts.corpus.is_none() {
             every("the document is empty", &mut bad, &mut skipped);
             continue;
         }
@@ -421,6 +456,19 @@ pub async fn run(
     let nav = ctx.config.navigate.clone();
     let window = Window::of(&nav);
     let method = &opts.method;
+    let method_name = opts.method_name();
+    let corpus =
+        match &opts.corpus {
+            Some(c) => Some(crate::corpus::Corpus::open_existing(&c.dir).map_err(|e| {
+                BatchError::Input {
+                    path: c.dir.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
+    let corpus = corpus.as_ref();
+    let method_name = &method_name;
     let store = MemoryDir::new(&opts.memory_dir);
     let total: usize = jobs.iter().map(|j| j.questions.len()).sum();
     let bar = if opts.progress {
@@ -455,6 +503,10 @@ pub async fn run(
                     config: ctx.config,
                 };
                 let t = Instant::now();
+                if let (Some(corpus), Some(cj)) = (corpus, &opts.corpus) {
+                    return answer_across(ctx, corpus, cj, job, journal, counts, bar, concurrency)
+                        .await;
+                }
                 bar.set_message(format!("memory of job '{}'", job.id));
                 let prepared = store
                     .get_or_prepare(
@@ -476,7 +528,7 @@ pub async fn run(
                                 job.line,
                                 Some(&job.id),
                                 Some(&q.id),
-                                &method.to_string(),
+                                method_name,
                                 format!("job '{}': {e}", job.id),
                             );
                             r.status = Status::Failed;
@@ -528,7 +580,7 @@ pub async fn run(
                             job.line,
                             Some(&job.id),
                             Some(&q.id),
-                            &method.to_string(),
+                            method_name,
                             String::new(),
                         );
                         r.memory = Some(memory_note.clone());
@@ -582,6 +634,79 @@ pub async fn run(
         ledger: ctx.llm.ledger().snapshot(),
         wall_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// A job's questions asked across the corpus (`--corpus`), `concurrency` at a time, each
+/// line written as soon as it is known.
+#[allow(clippy::too_many_arguments)]
+async fn answer_across(
+    ctx: &Runtime<'_>,
+    corpus: &crate::corpus::Corpus,
+    cj: &CorpusJobs,
+    job: &Job,
+    journal: &Journal,
+    counts: &Counts,
+    bar: &indicatif::ProgressBar,
+    concurrency: usize,
+) -> Result<(), BatchError> {
+    let name = format!("corpus-{}-passages{}", cj.retriever, cj.context_tokens);
+    let name = &name;
+    let answers: Vec<Result<(), BatchError>> = stream::iter(job.questions.iter())
+        .map(|q| async move {
+            let llm = ctx.llm.scoped();
+            let qctx = Runtime {
+                llm: &llm,
+                prompts: ctx.prompts,
+                embedder: ctx.embedder,
+                config: ctx.config,
+            };
+            let t = Instant::now();
+            let outcome = methods::ask_corpus(
+                &qctx,
+                corpus,
+                &q.question,
+                &q.options,
+                cj.retriever,
+                cj.context_tokens,
+            )
+            .await;
+            let cost = llm.ledger().snapshot().total();
+            let mut r =
+                AnswerRecord::invalid(job.line, Some(&job.id), Some(&q.id), name, String::new());
+            r.memory = Some(format!("corpus {}", cj.dir.display()));
+            r.requests = cost.requests;
+            r.cache_hits = cost.cache_hits;
+            r.prompt_tokens = cost.prompt_tokens;
+            r.completion_tokens = cost.completion_tokens;
+            r.wall_secs = t.elapsed().as_secs_f64();
+            match outcome {
+                Ok(trace) => {
+                    r.status = Status::Answered;
+                    r.error = None;
+                    r.answer = Some(trace.answer.clone());
+                    r.trace = Some(TraceSummary {
+                        answered_by_check: false,
+                        steps: trace.steps.len(),
+                        segments_used: Vec::new(),
+                        start_entities: Vec::new(),
+                        step_failures: Vec::new(),
+                    });
+                    r.sources = trace.steps.last().map(|s| s.note.clone());
+                }
+                Err(e) => {
+                    r.status = Status::Failed;
+                    r.error = Some(format!("question '{}' of job '{}': {e}", q.id, job.id));
+                }
+            }
+            journal.append(&r)?;
+            counts.add(r.status);
+            bar.inc(1);
+            Ok(())
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    answers.into_iter().collect()
 }
 
 #[derive(Default)]

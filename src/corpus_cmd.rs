@@ -51,12 +51,12 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
             );
         }
         CorpusCommand::Remove { docs } => {
-            let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let mut corpus = Corpus::open_existing(&dir)?;
             let removed = corpus.remove(docs)?;
             eprintln!("removed {} documents from {}", removed.len(), dir.display());
         }
         CorpusCommand::Ls => {
-            let corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let corpus = Corpus::open_existing(&dir)?;
             println!("id\tpassages\tentities\tbytes\tname");
             for d in corpus.list()? {
                 println!(
@@ -75,7 +75,7 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
             retriever,
         } => {
             let retriever: Retriever = retriever.parse().map_err(anyhow::Error::msg)?;
-            let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            let mut corpus = Corpus::open_existing(&dir)?;
             let embedder = match retriever {
                 Retriever::Dense => {
                     let e = qrmem::embed::from_config(config).context("loading the embedder")?;
@@ -186,14 +186,7 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 /// `qrmem ask --corpus DIR`: the question answered across the corpus's documents.
 pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> Result<()> {
     let retriever: Retriever = args.retriever.parse().map_err(anyhow::Error::msg)?;
-    if !dir.join("corpus.sqlite").is_file() {
-        bail!(
-            "{}: no corpus here (create one with `qrmem corpus --corpus {} add PATH...`)",
-            dir.display(),
-            dir.display()
-        );
-    }
-    let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
+    let mut corpus = Corpus::open_existing(dir)?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
     let embedder: Box<dyn qrmem::embed::Embedder> = match retriever {

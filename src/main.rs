@@ -249,6 +249,14 @@ async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
         concurrency: config.llm.concurrency,
         retry_failed: args.retry_failed,
         progress: true,
+        corpus: match &args.corpus {
+            Some(dir) => Some(qrmem::batch::CorpusJobs {
+                dir: dir.clone(),
+                retriever: args.retriever.parse().map_err(anyhow::Error::msg)?,
+                context_tokens: args.context_tokens,
+            }),
+            None => None,
+        },
     };
     let ctx = Runtime {
         llm: &svc,

@@ -28,6 +28,7 @@ fn options(dir: &Path, retry_failed: bool) -> BatchOptions {
         concurrency: 4,
         retry_failed,
         progress: false,
+        corpus: None,
     }
 }
 
@@ -520,4 +521,77 @@ async fn the_api_key_never_reaches_output_logs_cache_or_memories() {
             }
         }
     }
+}
+
+/// `batch --corpus`: every question of a job that names no document is asked across the
+/// corpus, its line naming the passages read; a job that names a document is refused.
+#[tokio::test]
+async fn with_a_corpus_the_questions_are_asked_across_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut corpus = qrmem::corpus::Corpus::open(&d.join("corpus"), 300).unwrap();
+    corpus
+        .add(
+            "clara.txt",
+            "Clara Hoffmann was born in Lucerne. She designed the Velden Bridge.",
+        )
+        .unwrap();
+    corpus
+        .add("other.txt", "The harbour of Genoa is old.")
+        .unwrap();
+    drop(corpus);
+    let jobs = d.join("jobs.jsonl");
+    std::fs::write(
+        &jobs,
+        concat!(
+            r#"{"id": "j", "questions": [{"id": "q1", "question": "Where was Clara Hoffmann born?"}, {"id": "q2", "question": "Who designed the Velden Bridge?"}]}"#,
+            "\n",
+            r#"{"id": "withdoc", "doc": "x", "questions": [{"id": "q", "question": "Where?"}]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let (svc, llm) = scripted_ctx_parts();
+    let prompts = Prompts::load().unwrap();
+    let config = Config::default();
+    let ctx = Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    let mut opts = options(d, false);
+    opts.corpus = Some(qrmem::batch::CorpusJobs {
+        dir: d.join("corpus"),
+        retriever: qrmem::corpus::Retriever::Bm25,
+        context_tokens: 200,
+    });
+    let out = d.join("answers.jsonl");
+    let summary = qrmem::batch::run(&ctx, &jobs, &out, &opts).await.unwrap();
+    assert_eq!((summary.answered, summary.invalid), (2, 1), "{summary}");
+    let rs = records(&out);
+    let answered: Vec<&AnswerRecord> = rs.iter().filter(|r| r.status == Status::Answered).collect();
+    for r in &answered {
+        assert_eq!(r.method, "corpus-bm25-passages200");
+        assert_eq!(r.answer.as_deref(), Some("Lucerne"));
+        assert!(
+            r.sources.as_deref().unwrap_or("").contains("clara.txt#0"),
+            "{r:?}"
+        );
+    }
+    let bad = rs.iter().find(|r| r.status == Status::Invalid).unwrap();
+    assert!(bad
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("with --corpus a job names no document"));
+    assert!(llm.received()[0]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("[clara.txt]"));
+    // Resumed: nothing is asked again.
+    let again = qrmem::batch::run(&ctx, &jobs, &out, &opts).await.unwrap();
+    assert_eq!(again.skipped, 3);
 }

@@ -402,6 +402,7 @@ async fn a_document_giving_instructions_does_not_change_the_output_format() {
         concurrency: 1,
         retry_failed: false,
         progress: false,
+        corpus: None,
     };
     let output = dir.path().join("answers.jsonl");
     qrmem::batch::run(&ctx, &dir.path().join("jobs.jsonl"), &output, &opts)

@@ -179,6 +179,21 @@ impl Corpus {
         Ok(corpus)
     }
 
+    /// Opens the corpus in `dir`, which must exist (reading commands: a mistyped directory is
+    /// an error, not a new empty corpus).
+    pub fn open_existing(dir: &Path) -> Result<Self, CorpusError> {
+        if !dir.join("corpus.sqlite").is_file() {
+            return Err(CorpusError::Invalid {
+                path: dir.to_path_buf(),
+                what: format!(
+                    "no corpus here (create one with `qrmem corpus --corpus {} add PATH...`)",
+                    dir.display()
+                ),
+            });
+        }
+        Corpus::open(dir, crate::text::passages::DEFAULT_PASSAGE_TOKENS)
+    }
+
     fn db_err(&self, source: rusqlite::Error) -> CorpusError {
         CorpusError::Db {
             path: self.dir.join("corpus.sqlite"),
