@@ -77,9 +77,9 @@ pub(crate) enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Prints a memory's counts, failures and top entities.
+    /// Prints a memory's counts, failures and top entities (or a corpus directory's).
     Inspect {
-        /// The memory file.
+        /// The memory file, or a corpus directory.
         memory: PathBuf,
         /// How many top entities to list.
         #[arg(long, default_value_t = 15)]

@@ -368,6 +368,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Inspect { memory, top } if memory.join("corpus.sqlite").is_file() => {
+            out!(
+                "{}",
+                qrmem::corpus::Corpus::open_existing(memory)?.describe(*top)?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Inspect { memory, top } => {
             let m = methods::open(memory)?;
             out!("{}", m.describe(*top));

@@ -497,6 +497,13 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
         dir.path(),
     );
     assert!(rm.status.success(), "{}", text(&rm));
+    let inspect = qrmem(&["inspect", c], url, dir.path());
+    assert!(inspect.status.success(), "{}", text(&inspect));
+    assert!(
+        text(&inspect).contains("documents 1, passages 1"),
+        "{}",
+        text(&inspect)
+    );
     let gone = qrmem(
         &["corpus", "--corpus", c, "remove", "nothing.txt"],
         url,

@@ -710,6 +710,32 @@ impl Corpus {
         Ok(scored)
     }
 
+    /// What `qrmem inspect DIR` prints: the counts, the index's state and the `top` entities
+    /// linked to the most passages, with how many documents name them.
+    pub fn describe(&self, top: usize) -> Result<String, CorpusError> {
+        let docs = self.list()?;
+        let passages: usize = docs.iter().map(|d| d.passages).sum();
+        let bytes: usize = docs.iter().map(|d| d.bytes).sum();
+        let entities = self.entities()?;
+        let generation = self.generation()?;
+        let mut out = format!(
+            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {RECORD_KIND}, {RECORD_SETTINGS})\n  generation {generation}; lexical index: {} passages{}\n",
+            self.dir.display(),
+            docs.len(),
+            entities.len(),
+            self.indexed(),
+            if self.indexed() as usize == passages { "" } else { " (lags: repaired when the writer opens the corpus)" }
+        );
+        let mut by_links: Vec<&(String, Vec<PassageRef>)> = entities.iter().collect();
+        by_links.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+        out.push_str(&format!("top {top} entities by passages (documents):\n"));
+        for (key, links) in by_links.into_iter().take(top) {
+            let docs: std::collections::BTreeSet<&String> = links.iter().map(|(d, _)| d).collect();
+            out.push_str(&format!("  {key}: {} ({})\n", links.len(), docs.len()));
+        }
+        Ok(out)
+    }
+
     /// Passages in the lexical index (equal to the database's once the corpus is open).
     pub fn indexed(&self) -> u64 {
         self.lexical.len()
