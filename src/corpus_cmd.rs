@@ -120,7 +120,12 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
                     None
                 }
             };
-            let mut retrievers = vec![Retriever::Bm25, Retriever::Bm25Hop, Retriever::GraphStart];
+            let mut retrievers = vec![
+                Retriever::Bm25,
+                Retriever::Bm25Hop,
+                Retriever::GraphStart,
+                Retriever::GraphHop,
+            ];
             if embedder.is_some() {
                 retrievers.push(Retriever::Dense);
             }

@@ -119,6 +119,10 @@ fn the_hop_brings_the_own_passage_of_a_title_the_best_passage_names() {
     // The best passage is Ron Joyce's; the hop puts Tim Hortons' own passage next.
     assert_eq!(hop[0], (a.clone(), 0));
     assert_eq!(hop[1], (b.clone(), 0), "plain {plain:?}");
+    // The same hop through the memory's entity-passage links (Tim Hortons is the title entity
+    // of B's first passage).
+    let graph_hop = c.rank(Retriever::GraphHop, q, 2, None).unwrap();
+    assert_eq!(graph_hop, hop);
 }
 
 #[test]

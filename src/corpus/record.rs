@@ -15,7 +15,7 @@ use crate::text::passages::MIN_NAME;
 /// The record kind of the co-occurrence pass, and the version of its settings: a change to
 /// what the pass extracts is a new key, so old records are never read as new ones.
 pub const RECORD_KIND: &str = "cooccurrence";
-pub(crate) const RECORD_SETTINGS: &str = "schema-titles-v1";
+pub(crate) const RECORD_SETTINGS: &str = "schema-titles-v2";
 
 /// One document's extraction record: per passage (in order), its entities.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +60,11 @@ impl DocRecord {
                         })
                     })
                     .collect();
-                rows.sort();
+                // One row per key; the title's row wins (it marks the passage as the
+                // entity's own).
+                rows.sort_by(|a, b| {
+                    (&a.key, a.kind != "title", &a.name).cmp(&(&b.key, b.kind != "title", &b.name))
+                });
                 rows.dedup_by(|a, b| a.key == b.key);
                 rows
             })

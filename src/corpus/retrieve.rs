@@ -24,6 +24,10 @@ pub enum Retriever {
     /// more than `GENERIC_LINKS` passages is generic and left out), in BM25 order, then the
     /// BM25 ranking.
     GraphStart,
+    /// The hop through the memory: the best BM25 passage, then the own passages (the passages
+    /// whose title entity it is) of the entities the best passage names, in the question's
+    /// BM25 order, at most `HOP_HOMES`; then the BM25 ranking.
+    GraphHop,
 }
 
 /// Passages an entity may be linked to and still start navigation (more: a generic name).
@@ -36,6 +40,7 @@ impl fmt::Display for Retriever {
             Retriever::Bm25Hop => "bm25-hop",
             Retriever::Dense => "dense",
             Retriever::GraphStart => "graph-start",
+            Retriever::GraphHop => "graph-hop",
         })
     }
 }
@@ -48,8 +53,9 @@ impl FromStr for Retriever {
             "bm25-hop" => Ok(Retriever::Bm25Hop),
             "dense" => Ok(Retriever::Dense),
             "graph-start" => Ok(Retriever::GraphStart),
+            "graph-hop" => Ok(Retriever::GraphHop),
             _ => Err(format!(
-                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start)"
+                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start, graph-hop)"
             )),
         }
     }
@@ -101,9 +107,13 @@ impl Corpus {
         }
         let mut out = match (retriever, ranked.first()) {
             (Retriever::Bm25 | Retriever::Dense | Retriever::GraphStart, _) | (_, None) => ranked,
-            (Retriever::Bm25Hop, Some(best)) => {
+            (Retriever::Bm25Hop | Retriever::GraphHop, Some(best)) => {
                 let best = best.clone();
-                let homes = self.own_passages(question, &best)?;
+                let homes = if retriever == Retriever::GraphHop {
+                    self.entity_homes(question, &best)?
+                } else {
+                    self.own_passages(question, &best)?
+                };
                 let mut order = vec![best];
                 for p in homes.into_iter().chain(ranked) {
                     if !order.contains(&p) {
@@ -115,6 +125,37 @@ impl Corpus {
         };
         out.truncate(k);
         Ok(out)
+    }
+
+    /// The own passages of the entities `best` names (the memory's entity-passage links: a
+    /// passage whose title entity it is), not `best` itself, best for `question` by BM25 first,
+    /// at most `HOP_HOMES`.
+    fn entity_homes(
+        &self,
+        question: &str,
+        best: &(String, usize),
+    ) -> Result<Vec<(String, usize)>, CorpusError> {
+        let mut candidates: Vec<(String, usize)> = Vec::new();
+        for (key, _) in self.entities_of(&best.0, best.1)? {
+            if key.chars().count() < MIN_NAME {
+                continue;
+            }
+            for p in self.homes_of(&key)? {
+                if p != *best && !candidates.contains(&p) {
+                    candidates.push(p);
+                }
+            }
+        }
+        let mut texts = Vec::with_capacity(candidates.len());
+        for (doc, idx) in &candidates {
+            texts.push(self.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
+        }
+        let order = Bm25::new(&texts).rank(question);
+        Ok(order
+            .into_iter()
+            .take(HOP_HOMES)
+            .filter_map(|(i, _)| candidates.get(i).cloned())
+            .collect())
     }
 
     /// The passages of E_s: the entities the question names (by the co-occurrence pass's

@@ -562,6 +562,22 @@ impl Corpus {
         Ok(rows)
     }
 
+    /// The passages whose own entity (their title, as the record names it) is `key`.
+    pub fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT m.doc, m.idx FROM mentions m JOIN documents d ON d.id = m.doc
+                 WHERE m.entity = ?1 AND m.kind = 'title' ORDER BY d.seq, m.idx",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([key], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
     /// The assembled entities: each key with the passages naming it (document id, passage),
     /// in key order: the graph's entity-passage links with their provenance.
     pub fn entities(&self) -> Result<Vec<(String, Vec<PassageRef>)>, CorpusError> {
