@@ -201,7 +201,8 @@ impl Corpus {
         }
     }
 
-    /// The database's generation: one more with every add or remove.
+    /// The database's generation: one more with every add or remove of a document (what the
+    /// lexical index and the stored vectors reflect; a record extracted again leaves it).
     pub fn generation(&self) -> Result<u64, CorpusError> {
         let g: String = self
             .db
@@ -301,7 +302,6 @@ impl Corpus {
             path: self.dir.clone(),
             what: format!("record of {name}: {x}"),
         })?;
-        let generation = self.generation()? + 1;
         if let Some(name) = present {
             // Present: its record of these settings is kept; a record of other settings (an
             // older extraction) gets this one beside it, and the assembly follows the new one.
@@ -331,15 +331,13 @@ impl Corpus {
                 tx.execute("DELETE FROM mentions WHERE doc = ?1", [&id])
                     .map_err(e)?;
                 insert_mentions(&tx, &id, &record).map_err(e)?;
-                tx.execute(
-                    "UPDATE meta SET value = ?1 WHERE key = 'generation'",
-                    [generation.to_string()],
-                )
-                .map_err(e)?;
+                // The passages did not change: the generation (what the index and the
+                // vectors reflect) stays.
                 tx.commit().map_err(e)?;
             }
             return Ok((Added::Present { id, name }, Vec::new()));
         }
+        let generation = self.generation()? + 1;
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)
