@@ -50,6 +50,7 @@ runs=(
   "ablations-longbench-style:ablations-longbench-style.toml"
   "2wiki-longbench-style:2wiki-longbench-style.toml"
   "musique-longbench-style:musique-longbench-style.toml"
+  "2wiki-longbench-style-1.5b:2wiki-longbench-style-1.5b.toml"
 )
 # The committed comparisons (qrmem compare): output directory -> its runs, in order.
 compares=(
