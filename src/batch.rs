@@ -504,8 +504,18 @@ pub async fn run(
                 };
                 let t = Instant::now();
                 if let (Some(corpus), Some(cj)) = (corpus, &opts.corpus) {
-                    return answer_across(ctx, corpus, cj, job, journal, counts, bar, concurrency)
-                        .await;
+                    return answer_across(
+                        ctx,
+                        corpus,
+                        cj,
+                        method_name,
+                        job,
+                        journal,
+                        counts,
+                        bar,
+                        concurrency,
+                    )
+                    .await;
                 }
                 bar.set_message(format!("memory of job '{}'", job.id));
                 let prepared = store
@@ -576,38 +586,15 @@ pub async fn run(
                         let outcome =
                             methods::run(method, &actx, nav, memory, &q.question, &q.options).await;
                         let cost = llm.ledger().snapshot().total();
-                        let mut r = AnswerRecord::invalid(
-                            job.line,
-                            Some(&job.id),
-                            Some(&q.id),
+                        let r = answer_record(
+                            job,
+                            q,
                             method_name,
-                            String::new(),
+                            memory_note.clone(),
+                            &cost,
+                            t.elapsed().as_secs_f64(),
+                            outcome.map_err(|e| e.to_string()),
                         );
-                        r.memory = Some(memory_note.clone());
-                        r.requests = cost.requests;
-                        r.cache_hits = cost.cache_hits;
-                        r.prompt_tokens = cost.prompt_tokens;
-                        r.completion_tokens = cost.completion_tokens;
-                        r.wall_secs = t.elapsed().as_secs_f64();
-                        match outcome {
-                            Ok(trace) => {
-                                r.status = Status::Answered;
-                                r.error = None;
-                                r.answer = Some(trace.answer.clone());
-                                r.trace = Some(TraceSummary {
-                                    answered_by_check: trace.answered,
-                                    steps: trace.steps.len(),
-                                    segments_used: trace.segments_used.clone(),
-                                    start_entities: trace.start_entities.clone(),
-                                    step_failures: trace.failures.clone(),
-                                });
-                            }
-                            Err(e) => {
-                                r.status = Status::Failed;
-                                r.error =
-                                    Some(format!("question '{}' of job '{}': {e}", q.id, job.id));
-                            }
-                        }
                         journal.append(&r)?;
                         counts.add(r.status);
                         bar.inc(1);
@@ -643,14 +630,13 @@ async fn answer_across(
     ctx: &Runtime<'_>,
     corpus: &crate::corpus::Corpus,
     cj: &CorpusJobs,
+    name: &str,
     job: &Job,
     journal: &Journal,
     counts: &Counts,
     bar: &indicatif::ProgressBar,
     concurrency: usize,
 ) -> Result<(), BatchError> {
-    let name = format!("corpus-{}-passages{}", cj.retriever, cj.context_tokens);
-    let name = &name;
     let answers: Vec<Result<(), BatchError>> = stream::iter(job.questions.iter())
         .map(|q| async move {
             let llm = ctx.llm.scoped();
@@ -671,33 +657,21 @@ async fn answer_across(
             )
             .await;
             let cost = llm.ledger().snapshot().total();
-            let mut r =
-                AnswerRecord::invalid(job.line, Some(&job.id), Some(&q.id), name, String::new());
-            r.memory = Some(format!("corpus {}", cj.dir.display()));
-            r.requests = cost.requests;
-            r.cache_hits = cost.cache_hits;
-            r.prompt_tokens = cost.prompt_tokens;
-            r.completion_tokens = cost.completion_tokens;
-            r.wall_secs = t.elapsed().as_secs_f64();
-            match outcome {
-                Ok(trace) => {
-                    r.status = Status::Answered;
-                    r.error = None;
-                    r.answer = Some(trace.answer.clone());
-                    r.trace = Some(TraceSummary {
-                        answered_by_check: false,
-                        steps: trace.steps.len(),
-                        segments_used: Vec::new(),
-                        start_entities: Vec::new(),
-                        step_failures: Vec::new(),
-                    });
-                    r.sources = trace.steps.last().map(|s| s.note.clone());
-                }
-                Err(e) => {
-                    r.status = Status::Failed;
-                    r.error = Some(format!("question '{}' of job '{}': {e}", q.id, job.id));
-                }
-            }
+            let sources = outcome
+                .as_ref()
+                .ok()
+                .and_then(|t| t.steps.last())
+                .map(|s| s.note.clone());
+            let mut r = answer_record(
+                job,
+                q,
+                name,
+                format!("corpus {}", cj.dir.display()),
+                &cost,
+                t.elapsed().as_secs_f64(),
+                outcome.map_err(|e| e.to_string()),
+            );
+            r.sources = sources;
             journal.append(&r)?;
             counts.add(r.status);
             bar.inc(1);
@@ -707,6 +681,45 @@ async fn answer_across(
         .collect()
         .await;
     answers.into_iter().collect()
+}
+
+/// The output line of question `q` of `job`: its cost and wall time, and the answer and trace
+/// summary, or the error, of `outcome`.
+fn answer_record(
+    job: &Job,
+    q: &QuestionIn,
+    method: &str,
+    memory: String,
+    cost: &crate::llm::StageStats,
+    wall_secs: f64,
+    outcome: Result<crate::answer::Trace, String>,
+) -> AnswerRecord {
+    let mut r = AnswerRecord::invalid(job.line, Some(&job.id), Some(&q.id), method, String::new());
+    r.memory = Some(memory);
+    r.requests = cost.requests;
+    r.cache_hits = cost.cache_hits;
+    r.prompt_tokens = cost.prompt_tokens;
+    r.completion_tokens = cost.completion_tokens;
+    r.wall_secs = wall_secs;
+    match outcome {
+        Ok(trace) => {
+            r.status = Status::Answered;
+            r.error = None;
+            r.answer = Some(trace.answer.clone());
+            r.trace = Some(TraceSummary {
+                answered_by_check: trace.answered,
+                steps: trace.steps.len(),
+                segments_used: trace.segments_used.clone(),
+                start_entities: trace.start_entities.clone(),
+                step_failures: trace.failures.clone(),
+            });
+        }
+        Err(e) => {
+            r.status = Status::Failed;
+            r.error = Some(format!("question '{}' of job '{}': {e}", q.id, job.id));
+        }
+    }
+    r
 }
 
 #[derive(Default)]
