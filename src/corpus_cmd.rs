@@ -90,12 +90,7 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
                 .into_iter()
                 .enumerate()
             {
-                let name = corpus
-                    .list()?
-                    .into_iter()
-                    .find(|d| d.id == doc)
-                    .map(|d| d.name)
-                    .unwrap_or_default();
+                let name = corpus.name_of(&doc)?.unwrap_or_default();
                 let text = corpus
                     .passage(&doc, idx)?
                     .map(|p| p.text)

@@ -546,13 +546,22 @@ impl Corpus {
 
     /// The passages that name the entity `key` (its provenance rows), in document order.
     pub fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare(
-                "SELECT m.doc, m.idx FROM mentions m JOIN documents d ON d.id = m.doc
-                 WHERE m.entity = ?1 ORDER BY d.seq, m.idx",
-            )
-            .map_err(|x| self.db_err(x))?;
+        self.mentions_where("m.entity = ?1", key)
+    }
+
+    /// The passages whose own entity (their title, as the record names it) is `key`.
+    pub fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        self.mentions_where("m.entity = ?1 AND m.kind = 'title'", key)
+    }
+
+    /// The passages of the provenance rows meeting `condition` (on `mentions m`, with `key` as
+    /// ?1), each once, in document order.
+    fn mentions_where(&self, condition: &str, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        let sql = format!(
+            "SELECT m.doc, m.idx FROM mentions m JOIN documents d ON d.id = m.doc
+             WHERE {condition} ORDER BY d.seq, m.idx"
+        );
+        let mut stmt = self.db.prepare(&sql).map_err(|x| self.db_err(x))?;
         let rows = stmt
             .query_map([key], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))
             .and_then(|rows| rows.collect())
@@ -560,20 +569,14 @@ impl Corpus {
         Ok(rows)
     }
 
-    /// The passages whose own entity (their title, as the record names it) is `key`.
-    pub fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare(
-                "SELECT m.doc, m.idx FROM mentions m JOIN documents d ON d.id = m.doc
-                 WHERE m.entity = ?1 AND m.kind = 'title' ORDER BY d.seq, m.idx",
-            )
-            .map_err(|x| self.db_err(x))?;
-        let rows = stmt
-            .query_map([key], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))
-            .and_then(|rows| rows.collect())
-            .map_err(|x| self.db_err(x))?;
-        Ok(rows)
+    /// A document's name (None: no such document).
+    pub fn name_of(&self, doc: &str) -> Result<Option<String>, CorpusError> {
+        self.db
+            .query_row("SELECT name FROM documents WHERE id = ?1", [doc], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|x| self.db_err(x))
     }
 
     /// The assembled entities: each key with the passages naming it (document id, passage),
@@ -601,14 +604,7 @@ impl Corpus {
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
         let mut out = Vec::new();
         for (doc, idx, score) in self.lexical.search(query, k)? {
-            let name: String = self
-                .db
-                .query_row("SELECT name FROM documents WHERE id = ?1", [&doc], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(|x| self.db_err(x))?
-                .unwrap_or_default();
+            let name = self.name_of(&doc)?.unwrap_or_default();
             // A passage removed since the index's last commit is not shown.
             let Some(text) = self.passage(&doc, idx)?.map(|p| p.text) else {
                 continue;

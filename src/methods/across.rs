@@ -54,8 +54,6 @@ pub async fn ask_corpus(
     } else {
         context_tokens.min(room)
     };
-    let names: std::collections::BTreeMap<String, String> =
-        corpus.list()?.into_iter().map(|d| (d.id, d.name)).collect();
     let mut blocks = Vec::new();
     let mut shown = Vec::new();
     let mut used = 0;
@@ -63,7 +61,7 @@ pub async fn ask_corpus(
         let Some(p) = corpus.passage(&doc, idx)? else {
             continue;
         };
-        let name = names.get(&doc).cloned().unwrap_or_default();
+        let name = corpus.name_of(&doc)?.unwrap_or_default();
         let block = format!("[{name}]\n{}", p.text.trim());
         let cost = count_tokens(&block) + 1;
         if used + cost > budget {
