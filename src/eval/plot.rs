@@ -191,13 +191,7 @@ pub fn cost_quality_png(
             .map_err(|x| e(&x))?;
         // Each label beside its own point, where it overlaps no other label or point
         // (`place_labels`), with a leader line when it had to move away.
-        let (xs, ys) = chart.plotting_area().get_pixel_range();
-        let area = LabelBox {
-            x: xs.start,
-            y: ys.start,
-            w: xs.end - xs.start,
-            h: ys.end - ys.start,
-        };
+        let area = LabelBox::of(chart.plotting_area().get_pixel_range());
         let pixels: Vec<(i32, i32)> = values
             .iter()
             .map(|&(x, y, ..)| chart.backend_coord(&(x, y)))
@@ -414,13 +408,7 @@ pub fn compare_png(
                     .find_map(|(r, v)| v.map(|v| (i, r as f64, v)))
             })
             .collect();
-        let (xs, ys) = chart.plotting_area().get_pixel_range();
-        let area = LabelBox {
-            x: xs.start,
-            y: ys.start,
-            w: xs.end - xs.start,
-            h: ys.end - ys.start,
-        };
+        let area = LabelBox::of(chart.plotting_area().get_pixel_range());
         let all_points: Vec<(i32, i32)> = series
             .iter()
             .flat_map(|s| {
@@ -503,6 +491,16 @@ struct LabelBox {
 }
 
 impl LabelBox {
+    /// The box of a pixel range (a plotting area's).
+    fn of((xs, ys): (std::ops::Range<i32>, std::ops::Range<i32>)) -> Self {
+        LabelBox {
+            x: xs.start,
+            y: ys.start,
+            w: xs.end - xs.start,
+            h: ys.end - ys.start,
+        }
+    }
+
     fn overlaps(&self, o: &LabelBox) -> bool {
         self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
     }

@@ -298,6 +298,18 @@ impl<'a> Navigator<'a> {
                 scores,
                 self.opts.answer_order,
             )?;
+        self.answer_with_path(run, text, shown, note).await
+    }
+
+    /// The final answer prompt over `text` (the path's relations above it when
+    /// `navigate.answer_path` is on), recorded as the answer step showing `units` with `note`.
+    pub(crate) async fn answer_with_path(
+        &self,
+        run: &mut Run,
+        text: String,
+        units: Vec<usize>,
+        note: &str,
+    ) -> Result<Check, NavigateError> {
         let (text, path_note) = self.with_path(run, text);
         let Answered {
             answer,
@@ -308,7 +320,7 @@ impl<'a> Navigator<'a> {
             self.prompts,
             &run.question,
             &text,
-            shown,
+            units,
             format!("{note}{path_note}"),
         )
         .await?;

@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::stable_graph::NodeIndex;
 
 use super::{fuse_ranks, Check, NavigateError, Navigator, Run};
-use crate::answer::{answer_step, Answered};
 use crate::prompts::PromptId;
 use crate::text::sentences::Sentences;
 use crate::text::whole_word;
@@ -44,7 +43,6 @@ impl Navigator<'_> {
             .room(self.prompts, PromptId::Answer, &run.question)?;
         let budget = self.opts.answer_sentence_tokens.min(room);
         let shown = excerpt::fit(&document, &index, &priority, budget, true);
-        let (text, path_note) = self.with_path(run, shown.text.clone());
         let units: Vec<(usize, usize)> = self
             .memory
             .segments
@@ -52,31 +50,16 @@ impl Navigator<'_> {
             .map(|s| (s.start, s.end))
             .collect();
         let note = format!(
-            "{note}; sentences: {} of {} candidates, {} tokens (budget {budget}){path_note}",
+            "{note}; sentences: {} of {} candidates, {} tokens (budget {budget})",
             shown.sentences.len(),
             priority.len(),
             shown.tokens
         );
-        let Answered {
-            answer,
-            reasoning,
-            step,
-        } = answer_step(
-            self.llm,
-            self.prompts,
-            &run.question,
-            &text,
-            shown.units(&index, &units),
-            note,
-        )
-        .await?;
-        run.push(step);
+        let check = self
+            .answer_with_path(run, shown.text.clone(), shown.units(&index, &units), &note)
+            .await?;
         run.answer_spans = Some(shown.spans);
-        Ok(Check {
-            answer,
-            reasoning,
-            ..Check::default()
-        })
+        Ok(check)
     }
 
     /// The query sentences are ranked against: the question, then the names of the focus
