@@ -16,10 +16,9 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::answer::Window;
 use crate::journal::{Journal, JournalError};
 use crate::llm::LedgerSnapshot;
-use crate::methods::{self, Ctx, MemoryDir, MethodSpec, Origin, Runtime};
+use crate::methods::{self, MemoryDir, MethodSpec, Origin, Runtime, Scope};
 use crate::progress;
 
 #[derive(Debug, Error)]
@@ -454,7 +453,6 @@ pub async fn run(
     let done: HashSet<String> = old.iter().map(AnswerRecord::key).collect();
     let (jobs, bad, skipped) = parse_jobs(input, opts, &done)?;
     let nav = ctx.config.navigate.clone();
-    let window = Window::of(&nav);
     let method = &opts.method;
     let method_name = opts.method_name();
     let corpus =
@@ -495,14 +493,8 @@ pub async fn run(
                 (&journal, &store, &bar, &counts, &built, &loaded);
             let nav = &nav;
             async move {
-                let build_llm = ctx.llm.scoped();
-                let pctx = Runtime {
-                    llm: &build_llm,
-                    prompts: ctx.prompts,
-                    embedder: ctx.embedder,
-                    config: ctx.config,
-                };
-                let t = Instant::now();
+                let scope = Scope::of(ctx);
+                let pctx = scope.runtime(ctx);
                 if let (Some(corpus), Some(cj)) = (corpus, &opts.corpus) {
                     return answer_across(
                         ctx,
@@ -528,7 +520,7 @@ pub async fn run(
                         None,
                     )
                     .await;
-                let build_cost = build_llm.ledger().snapshot().total();
+                let (build_cost, build_secs) = scope.spent();
                 let (memory, origin) = match prepared {
                     Ok(m) => m,
                     Err(e) => {
@@ -547,7 +539,7 @@ pub async fn run(
                                 r.cache_hits = build_cost.cache_hits;
                                 r.prompt_tokens = build_cost.prompt_tokens;
                                 r.completion_tokens = build_cost.completion_tokens;
-                                r.wall_secs = t.elapsed().as_secs_f64();
+                                r.wall_secs = build_secs;
                             }
                             journal.append(&r)?;
                             counts.add(r.status);
@@ -574,26 +566,24 @@ pub async fn run(
                 let memory_note = &memory_note;
                 let answers: Vec<Result<(), BatchError>> = stream::iter(job.questions.iter())
                     .map(|q| async move {
-                        let llm = ctx.llm.scoped();
-                        let actx = Ctx {
-                            llm: &llm,
-                            prompts: ctx.prompts,
-                            embedder: ctx.embedder,
-                            window,
-                            gold: None,
-                        };
-                        let t = Instant::now();
-                        let outcome =
-                            methods::run(method, &actx, nav, memory, &q.question, &q.options).await;
-                        let cost = llm.ledger().snapshot().total();
+                        let asked = methods::ask_scoped(
+                            ctx,
+                            method,
+                            nav,
+                            memory,
+                            &q.question,
+                            &q.options,
+                            None,
+                        )
+                        .await;
                         let r = answer_record(
                             job,
                             q,
                             method_name,
                             memory_note.clone(),
-                            &cost,
-                            t.elapsed().as_secs_f64(),
-                            outcome.map_err(|e| e.to_string()),
+                            &asked.cost,
+                            asked.wall_secs,
+                            asked.outcome.map_err(|e| e.to_string()),
                         );
                         journal.append(&r)?;
                         counts.add(r.status);
@@ -639,16 +629,9 @@ async fn answer_across(
 ) -> Result<(), BatchError> {
     let answers: Vec<Result<(), BatchError>> = stream::iter(job.questions.iter())
         .map(|q| async move {
-            let llm = ctx.llm.scoped();
-            let qctx = Runtime {
-                llm: &llm,
-                prompts: ctx.prompts,
-                embedder: ctx.embedder,
-                config: ctx.config,
-            };
-            let t = Instant::now();
+            let scope = Scope::of(ctx);
             let outcome = methods::ask_corpus(
-                &qctx,
+                &scope.runtime(ctx),
                 corpus,
                 &q.question,
                 &q.options,
@@ -656,7 +639,7 @@ async fn answer_across(
                 cj.context_tokens,
             )
             .await;
-            let cost = llm.ledger().snapshot().total();
+            let (cost, wall_secs) = scope.spent();
             let sources = outcome
                 .as_ref()
                 .ok()
@@ -668,7 +651,7 @@ async fn answer_across(
                 name,
                 format!("corpus {}", cj.dir.display()),
                 &cost,
-                t.elapsed().as_secs_f64(),
+                wall_secs,
                 outcome.map_err(|e| e.to_string()),
             );
             r.sources = sources;

@@ -153,6 +153,7 @@ async fn a_method_refuses_a_memory_of_another_kind_without_calling_the_llm() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        answer: Default::default(),
         gold: None,
     };
     let nav = Config::default().navigate;
@@ -216,6 +217,7 @@ async fn vanilla_middle_keeps_the_head_and_tail_and_records_both_spans() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(1024, 128),
+        answer: Default::default(),
         gold: None,
     };
     let trace = methods::run(&spec, &ctx, &nav, &memory, "Is it long?", &[])
@@ -385,6 +387,7 @@ async fn shown_by(name: &str, memory: &Prepared, question: &str) -> (Trace, Stri
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        answer: Default::default(),
         gold: None,
     };
     let spec: MethodSpec = name.parse().unwrap();
@@ -408,6 +411,7 @@ async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        answer: Default::default(),
         gold: Some(&gold),
     };
     let sentences: MethodSpec = "gold-sentences".parse().unwrap();
@@ -524,6 +528,7 @@ async fn the_cooccurrence_memory_is_a_graph_like_any_other() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        answer: Default::default(),
         gold: None,
     };
     let spec: MethodSpec = "kn-cooccurrence".parse().unwrap();
@@ -597,6 +602,7 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
         prompts: &prompts,
         embedder: &Bow,
         window: Window::new(4096, 256),
+        answer: Default::default(),
         gold: None,
     };
     let spec: MethodSpec = "kn-cooccurrence-passages80".parse().unwrap();

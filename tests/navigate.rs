@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use petgraph::stable_graph::StableDiGraph;
 use qrmem::answer::{Trace, Window};
-use qrmem::config::{FinalContext, NavMethod as Method, NavigateConfig as Options, Order};
+use qrmem::config::{
+    AnswerConfig as Answer, FinalContext, NavMethod as Method, NavigateConfig as Options, Order,
+};
 use qrmem::llm::{ChatRequest, LedgerSnapshot, Scripted, ScriptedLlm, Service};
 use qrmem::memory::{BuildParams, BuildStats, Entity, Memory, Relation, Source, FORMAT, VERSION};
 use qrmem::navigate::Navigator;
@@ -149,22 +151,27 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         navigation: true,
         start_share: 0.5,
         rank_weights: qrmem::config::NavigateConfig::default().rank_weights,
-        answer_order: Order::Document,
-        final_context: FinalContext::default(),
-        answer_segments: 0,
-        answer_sentence_tokens: 0,
         check_threshold: 0.0,
         start_bridge: false,
         start_hop: false,
-        answer_path: false,
         passage_tokens: 0,
         context_tokens: 0,
     }
 }
 
 async fn ask(m: &Memory, opts: Options, checks: Vec<&'static str>) -> (Trace, Arc<ScriptedLlm>) {
+    ask_answering(m, opts, Answer::default(), checks).await
+}
+
+/// `ask` with the final answer step's settings `answer` (`[answer]`).
+async fn ask_answering(
+    m: &Memory,
+    opts: Options,
+    answer: Answer,
+    checks: Vec<&'static str>,
+) -> (Trace, Arc<ScriptedLlm>) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder(checks)));
-    (ask_with(m, opts, llm.clone()).await, llm)
+    (ask_with(m, opts, answer, llm.clone()).await, llm)
 }
 
 const CANNOT: &str = r#"{"reasoning": "The text does not say which company Alpha founded or where it is.", "verdict_action": -1, "verdict_answer": ""}"#;
@@ -412,6 +419,7 @@ async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<Scripted
         prompts: &prompts,
         embedder: &Bow,
         window: qrmem::answer::Window::new(window, 256),
+        answer: Default::default(),
         gold: None,
     };
     let t = qrmem::methods::answer(name.parse().unwrap(), &ctx, m, QUESTION, &[])
@@ -584,9 +592,12 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
     let alpha = m.find_entity("Alpha").unwrap();
     m.graph[alpha].segments = (0..5).collect();
     let window = window_for(&m, 3, 10);
-    let mut paper = options(Method::Kn, window, 1);
-    paper.final_context = FinalContext::SMix;
-    let (t, llm) = ask(&m, paper.clone(), vec![]).await;
+    let paper = options(Method::Kn, window, 1);
+    let s_mix = Answer {
+        final_context: FinalContext::SMix,
+        ..Answer::default()
+    };
+    let (t, llm) = ask_answering(&m, paper.clone(), s_mix, vec![]).await;
     let d = t.diagnostics();
     // Ranked for the question ("the company that Alpha founded" is segment 1), and cut to half
     // of the window's room: one segment, not the first five in document order.
@@ -611,8 +622,10 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
 
     // The relevance order puts S_imp's best segment first in the answer prompt; the default
     // (the paper's document order) does not change which segments are shown.
-    let mut o = paper;
-    o.answer_order = Order::Relevance;
+    let relevance = Answer {
+        order: Order::Relevance,
+        ..s_mix
+    };
     let m2 = {
         let mut m2 = m.clone();
         // Beta's segment 0 comes before S_imp's segment 1 in the document.
@@ -620,7 +633,7 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
         m2.graph[beta].segments = [0, 1].into_iter().collect();
         m2
     };
-    let (t2, llm2) = ask(&m2, o, vec![]).await;
+    let (t2, llm2) = ask_answering(&m2, paper, relevance, vec![]).await;
     assert_eq!(t2.final_segments, vec![0, 1]);
     let p = prompt_of(llm2.received().last().unwrap());
     let (at_company, at_person) = (
@@ -636,9 +649,12 @@ async fn the_ranked_final_context_shows_a_segment_the_window_dropped_during_navi
     // only segment 1 fits beside S_imp (segment 0), so 3, the headquarters, is dropped.
     let m = memory(300);
     let window = window_for(&m, 2, 20);
-    let mut paper = options(Method::Kn, window, 1);
-    paper.final_context = FinalContext::SMix;
-    let (t, llm) = ask(&m, paper, vec![]).await;
+    let paper = options(Method::Kn, window, 1);
+    let s_mix = Answer {
+        final_context: FinalContext::SMix,
+        ..Answer::default()
+    };
+    let (t, llm) = ask_answering(&m, paper, s_mix, vec![]).await;
     let e1 = t.steps.iter().find(|s| s.kind == "expand").unwrap();
     assert!(e1.note.contains("window dropped [3]"), "{}", e1.note);
     // The paper's last S_mix never shows it.
@@ -690,9 +706,11 @@ async fn the_ranked_final_context_ranks_for_the_question_and_the_entities_its_tr
     assert!(!p.contains("Alpha is a person"));
     // With the answer capped at one segment, the prompt shows the best-ranked one alone:
     // segment 1, which names both Alpha and Beta.
-    let mut capped = options(Method::Kn, window, 1);
-    capped.answer_segments = 1;
-    let (t, llm) = ask(&m, capped, vec![]).await;
+    let capped = Answer {
+        max_units: 1,
+        ..Answer::default()
+    };
+    let (t, llm) = ask_answering(&m, options(Method::Kn, window, 1), capped, vec![]).await;
     assert_eq!(t.final_segments, vec![1]);
     let answer = t.steps.last().unwrap();
     assert_eq!(answer.segments, vec![1]);
@@ -769,10 +787,11 @@ fn responder_with_p(p2: f64) -> impl Fn(&ChatRequest) -> Scripted + Send + Sync 
 
 /// Navigates `m` with `llm` and checks the window: no prompt sent exceeds L with the reply
 /// budget.
-async fn ask_with(m: &Memory, opts: Options, llm: Arc<ScriptedLlm>) -> Trace {
+async fn ask_with(m: &Memory, opts: Options, answer: Answer, llm: Arc<ScriptedLlm>) -> Trace {
     let svc = Service::new(llm.clone(), None, common::velden::policy());
     let prompts = Prompts::load().unwrap();
     let trace = Navigator::new(&svc, &prompts, &Bow, m, opts.clone(), Window::of(&opts))
+        .answering(answer)
         .ask(QUESTION, &[])
         .await
         .unwrap();
@@ -793,7 +812,7 @@ async fn kn_stops_when_the_checks_p_answerable_passes_the_threshold() {
     let mut opts = options(Method::Kn, 4096, 4);
     opts.check_threshold = 0.5;
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder_with_p(0.6)));
-    let t = ask_with(&m, opts.clone(), llm.clone()).await;
+    let t = ask_with(&m, opts.clone(), Answer::default(), llm.clone()).await;
     let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
     assert_eq!(kinds, ["start", "answerability", "answer"]);
     let check = &t.steps[1];
@@ -821,7 +840,7 @@ async fn kn_stops_when_the_checks_p_answerable_passes_the_threshold() {
 
     // Below the threshold, navigation goes on as without one.
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(responder_with_p(0.3)));
-    let below = ask_with(&m, opts, llm).await;
+    let below = ask_with(&m, opts, Answer::default(), llm).await;
     let checks = below
         .steps
         .iter()
@@ -850,9 +869,11 @@ async fn without_log_probabilities_kn_behaves_as_without_a_threshold() {
 #[tokio::test]
 async fn the_sentence_context_shows_the_path_sentences_in_document_order_within_its_budget() {
     let m = memory(5);
-    let mut opts = options(Method::Kn, 4096, 2);
-    opts.answer_sentence_tokens = 70;
-    let (t, llm) = ask(&m, opts, vec![]).await;
+    let sentences = Answer {
+        sentence_tokens: 70,
+        ..Answer::default()
+    };
+    let (t, llm) = ask_answering(&m, options(Method::Kn, 4096, 2), sentences, vec![]).await;
     let answer_prompt = prompt_of(llm.received().last().unwrap());
     assert!(
         answer_prompt.contains("give your best guess"),
@@ -979,7 +1000,7 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
     );
 }
 
-/// The path (`navigate.answer_path`): KN's final answer prompt shows, above its units, the
+/// The path (`answer.path`): KN's final answer prompt shows, above its units, the
 /// relation edges its trials followed, in order; without the option the prompt holds none.
 #[tokio::test]
 async fn the_path_shows_the_relations_the_trials_followed_above_the_answer_context() {
@@ -994,9 +1015,11 @@ async fn the_path_shows_the_relations_the_trials_followed_above_the_answer_conte
         !plain_prompt.contains("Relations that lead"),
         "{plain_prompt}"
     );
-    let mut opts = options(Method::Kn, 4096, 2);
-    opts.answer_path = true;
-    let (pathed, llm) = ask(&m, opts, vec![]).await;
+    let path = Answer {
+        path: true,
+        ..Answer::default()
+    };
+    let (pathed, llm) = ask_answering(&m, options(Method::Kn, 4096, 2), path, vec![]).await;
     let prompt = prompt_of(llm.received().last().unwrap());
     let quoted = prompt
         .split("\"\"\"")

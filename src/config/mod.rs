@@ -253,7 +253,7 @@ pub struct NavigateConfig {
     /// Tokens reserved for the reply inside the window.
     pub reply_tokens: usize,
     /// QRMeM-KN: navigation trials (expansions that change the segments shown) before KN
-    /// answers from its final context (`final_context`; default 4).
+    /// answers from its final context (`answer.final_context`; default 4).
     pub max_trials: usize,
     /// QRMeM-GES: edge similarity an adjacent node must pass to join the expansion.
     pub ges_threshold: f32,
@@ -273,22 +273,6 @@ pub struct NavigateConfig {
     /// The weights with which segment ranking (S_imp, KN's final context, GES's retrieval)
     /// fuses its signals by reciprocal rank: BM25, the embedder, the E_s entities' rarity.
     pub rank_weights: [f64; 3],
-    /// The order of the segments in the final answer prompt: `document` (the paper) or
-    /// `relevance` (the start set by rank, then the added segments by score).
-    pub answer_order: Order,
-    /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
-    /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
-    pub final_context: FinalContext,
-    /// The final answer prompt shows at most this many segments, the best first (0: as many as
-    /// the window holds). The small models answer worse from more text (bm25-top5 against
-    /// bm25-top3), so a method can be compared at a baseline's size.
-    pub answer_segments: usize,
-    /// The final answer prompt shows sentences instead of whole segments, at most this many
-    /// tokens of them (0: whole segments, the paper): the sentences of the final segments that
-    /// name the question's or the path's entities or match the question, each with its window
-    /// (the sentences before and after it in its passage), under their passages' titles, in
-    /// document order.
-    pub answer_sentence_tokens: usize,
     /// KN's answerability check stops navigation when the probability the model gives the
     /// "answerable" action (-2), read from the action token's log probabilities, is at least
     /// this (0: the sampled action decides, as in the paper; also when the server returns no
@@ -306,11 +290,6 @@ pub struct NavigateConfig {
     /// likewise (false: the paper's start). Left out of the written configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_hop: bool,
-    /// KN: the final answer prompt shows, above its units, the relations the trials followed
-    /// from the question's entities (head, description, tail; issue 66 item 4). False: the
-    /// units only, as the paper. Left out of the written configuration when false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub answer_path: bool,
     /// Navigate and answer over the document's own passages (`text::passages`, each at most
     /// this many tokens) instead of the memory's segments: the graph's passage view
     /// (`Memory::passage_view`), built without an LLM call (0: segments, the paper).
@@ -333,19 +312,65 @@ impl Default for NavigateConfig {
             navigation: true,
             start_share: 0.5,
             rank_weights: [2.0, 0.0, 1.0],
-            answer_order: Order::Document,
-            final_context: FinalContext::Ranked,
-            answer_segments: 0,
-            answer_sentence_tokens: 0,
             check_threshold: 0.0,
             start_bridge: false,
             start_hop: false,
-            answer_path: false,
             passage_tokens: 0,
             context_tokens: 0,
         }
     }
 }
+
+/// The final answer step of the navigators (`[answer]`, issue 66 item 5): which of the units
+/// the last prompt shows, how many, in which order, and what stands above them. A method name's
+/// modifiers (`-final-s-mix`, `-answer-topN`, `-sentencesN`, `-relevance-order`, `-path`) set
+/// the same fields for that method; the baselines' answer context is their name's
+/// (`bm25-passages400`). The unit and the budget of every prompt are `[navigate]`'s
+/// `passage_tokens` and `context_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnswerConfig {
+    /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
+    /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
+    pub final_context: FinalContext,
+    /// The order of the units in the final answer prompt: `document` (the paper) or
+    /// `relevance` (the start set by rank, then the added units by score).
+    pub order: Order,
+    /// At most this many units, the best first (0: as many as the window holds). The small
+    /// models answer worse from more text (bm25-top5 against bm25-top3), so a method can be
+    /// compared at a baseline's size.
+    pub max_units: usize,
+    /// Sentences instead of whole units, at most this many tokens of them (0: whole units, the
+    /// paper): the sentences of the final units that name the question's or the path's
+    /// entities or match the question, each with its window (the sentences before and after
+    /// it in its passage), under their passages' titles, in document order.
+    pub sentence_tokens: usize,
+    /// KN: the relations the trials followed from the question's entities (head, description,
+    /// tail; issue 66 item 4) above the units. False: the units only, as the paper.
+    pub path: bool,
+}
+
+impl Default for AnswerConfig {
+    fn default() -> Self {
+        AnswerConfig {
+            final_context: FinalContext::Ranked,
+            order: Order::Document,
+            max_units: 0,
+            sentence_tokens: 0,
+            path: false,
+        }
+    }
+}
+
+/// Keys that moved from `[navigate]` to `[answer]`: a file or variable naming the old key is
+/// refused with the new one.
+const MOVED_TO_ANSWER: [(&str, &str); 5] = [
+    ("answer_order", "order"),
+    ("final_context", "final_context"),
+    ("answer_segments", "max_units"),
+    ("answer_sentence_tokens", "sentence_tokens"),
+    ("answer_path", "path"),
+];
 
 /// The settings the command line's global flags override (`--llm-base-url`, `--llm-model`,
 /// `--concurrency`, `--timeout`, `--no-cache`, `--cache-dir`): flags win over file and
@@ -369,6 +394,7 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub memory: MemoryConfig,
     pub navigate: NavigateConfig,
+    pub answer: AnswerConfig,
     /// From `QRMEM_LLM_API_KEY` only.
     #[serde(skip)]
     pub api_key: Secret,
@@ -454,6 +480,30 @@ impl Config {
             if llm.contains_key("api_key") {
                 return Err(ConfigError::KeyInFile {
                     source_name: source.to_string(),
+                });
+            }
+        }
+        if let Some(nav) = file.get("navigate").and_then(|v| v.as_table()) {
+            if let Some((old, new)) = MOVED_TO_ANSWER.iter().find(|(k, _)| nav.contains_key(*k)) {
+                return Err(ConfigError::Invalid {
+                    source_name: source.to_string(),
+                    key: format!("navigate.{old}"),
+                    message: format!("moved to the [answer] section as `{new}`"),
+                });
+            }
+        }
+        for (var, _) in env {
+            if let Some((old, new)) = MOVED_TO_ANSWER
+                .iter()
+                .find(|(k, _)| *var == format!("QRMEM_NAVIGATE_{}", k.to_uppercase()))
+            {
+                return Err(ConfigError::Invalid {
+                    source_name: "environment".into(),
+                    key: var.clone(),
+                    message: format!(
+                        "navigate.{old} moved to the [answer] section: QRMEM_ANSWER_{}",
+                        new.to_uppercase()
+                    ),
                 });
             }
         }
@@ -811,6 +861,40 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_section_reads_from_file_and_env_and_old_keys_name_the_new_ones() {
+        let c = Config::from_toml_and_env(
+            "[answer]\nsentence_tokens = 400\nfinal_context = \"s-mix\"\n",
+            &ConfigSource::Defaults,
+            &env(&[
+                ("QRMEM_ANSWER_PATH", "true"),
+                ("QRMEM_ANSWER_MAX_UNITS", "3"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.answer,
+            AnswerConfig {
+                final_context: FinalContext::SMix,
+                order: Order::Document,
+                max_units: 3,
+                sentence_tokens: 400,
+                path: true,
+            }
+        );
+        let err = Config::from_toml_and_env(
+            "",
+            &ConfigSource::Defaults,
+            &env(&[("QRMEM_NAVIGATE_ANSWER_ORDER", "relevance")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("QRMEM_NAVIGATE_ANSWER_ORDER") && err.contains("QRMEM_ANSWER_ORDER"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_key_is_a_clear_error() {
         let err = Config::from_toml_and_env(
             "[llm]\nmodle = \"x\"\n",
@@ -914,8 +998,8 @@ mod tests {
                 "must lie in (0, 1]",
             ),
             (
-                "[navigate]\nanswer_order = \"random\"\n",
-                "navigate.answer_order",
+                "[answer]\norder = \"random\"\n",
+                "answer.order",
                 "unknown segment order 'random' (document or relevance)",
             ),
             (
@@ -929,8 +1013,8 @@ mod tests {
                 "at least 0",
             ),
             (
-                "[navigate]\nfinal_context = \"all\"\n",
-                "navigate.final_context",
+                "[answer]\nfinal_context = \"all\"\n",
+                "answer.final_context",
                 "unknown final context 'all' (ranked or s-mix)",
             ),
             (
@@ -942,6 +1026,11 @@ mod tests {
                 "[memory]\nextraction_max_entities = 0\n",
                 "memory.extraction_max_entities",
                 "must lie in [1, 100]",
+            ),
+            (
+                "[navigate]\nanswer_segments = 3\n",
+                "navigate.answer_segments",
+                "moved to the [answer] section as `max_units`",
             ),
         ] {
             let err = Config::from_toml_and_env(text, &file, &[])

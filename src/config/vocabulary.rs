@@ -180,8 +180,8 @@ type Check = fn(&str) -> Result<(), String>;
 
 pub(super) const TYPED_KEYS: [(&str, &str, Check); 4] = [
     ("navigate", "method", |s| s.parse::<NavMethod>().map(drop)),
-    ("navigate", "answer_order", |s| s.parse::<Order>().map(drop)),
-    ("navigate", "final_context", |s| {
+    ("answer", "order", |s| s.parse::<Order>().map(drop)),
+    ("answer", "final_context", |s| {
         s.parse::<FinalContext>().map(drop)
     }),
     ("memory", "extraction_format", |s| {

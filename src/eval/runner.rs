@@ -20,11 +20,11 @@ use super::datasets::QaItem;
 use super::evidence::ContextSpans;
 use super::metrics;
 use super::rows::{doc_key, trace_stem, BuildRecord, ResultRecord, RowCost};
-use crate::answer::{Trace, Window};
+use crate::answer::Trace;
 use crate::journal::{Journal, JournalError};
-use crate::llm::LedgerSnapshot;
+use crate::llm::{LedgerSnapshot, StageStats};
 use crate::methods::{
-    self, Ctx, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Prepared, Runtime,
+    self, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Prepared, Runtime, Scope,
 };
 use crate::progress::{self, eta_text};
 use crate::text::count_tokens;
@@ -145,7 +145,6 @@ pub async fn run(
     let done: HashSet<(String, String, Option<usize>)> =
         old.iter().map(ResultRecord::key).collect();
     let nav = ctx.config.navigate.clone();
-    let window = Window::of(&nav);
     let all_pairs = pairs(opts, nav.max_trials);
 
     // Documents in first-appearance order, each with its items' pending pairs.
@@ -230,17 +229,16 @@ pub async fn run(
                 let mut covered: BTreeMap<MemoryKind, bool> = BTreeMap::new();
                 let mut unbuilt: BTreeSet<MemoryKind> = BTreeSet::new();
                 for kind in kinds {
-                    let llm = ctx.llm.scoped();
-                    let pctx = Runtime {
-                        llm: &llm,
-                        prompts: ctx.prompts,
-                        embedder: ctx.embedder,
-                        config: ctx.config,
-                    };
-                    let t = Instant::now();
+                    let scope = Scope::of(ctx);
+                    let pctx = scope.runtime(ctx);
                     let bar = indicatif::ProgressBar::hidden();
                     let watch = lines.then(|| {
-                        watch_build(bar.clone(), llm.clone(), kind.name(), group[0].0.id.clone())
+                        watch_build(
+                            bar.clone(),
+                            scope.llm().clone(),
+                            kind.name(),
+                            group[0].0.id.clone(),
+                        )
                     });
                     let got = store
                         .get_or_prepare(
@@ -255,7 +253,7 @@ pub async fn run(
                     if let Some(w) = watch {
                         w.abort();
                     }
-                    let cost = llm.ledger().snapshot().total();
+                    let (cost, wall_secs) = scope.spent();
                     let mut rec = BuildRecord {
                         document: k.clone(),
                         kind,
@@ -266,7 +264,7 @@ pub async fn run(
                         relations: 0,
                         step_failures: 0,
                         cost: RowCost::of(&cost),
-                        wall_secs: t.elapsed().as_secs_f64(),
+                        wall_secs,
                         error: None,
                         graph: None,
                     };
@@ -341,29 +339,28 @@ pub async fn run(
                 }
                 let done: Vec<Result<(), EvalError>> = stream::iter(jobs)
                     .map(|(item, spec, trials)| async move {
-                        let llm = ctx.llm.scoped();
-                        let actx = Ctx {
-                            llm: &llm,
-                            prompts: ctx.prompts,
-                            embedder: ctx.embedder,
-                            window,
-                            gold: item.gold_spans.as_deref(),
-                        };
                         let mut opts = nav.clone();
                         if let Some(t) = trials {
                             opts.max_trials = t;
                         }
-                        let t = Instant::now();
-                        let outcome = match memories.get(&spec.memory_kind()) {
+                        let asked = match memories.get(&spec.memory_kind()) {
                             Some(Ok(m)) => {
-                                methods::run(&spec, &actx, &opts, m, &item.question, &item.options)
-                                    .await
-                                    .map_err(|e| e.to_string())
+                                let a = methods::ask_scoped(
+                                    ctx,
+                                    &spec,
+                                    &opts,
+                                    m,
+                                    &item.question,
+                                    &item.options,
+                                    item.gold_spans.as_deref(),
+                                )
+                                .await;
+                                (a.outcome.map_err(|e| e.to_string()), a.cost, a.wall_secs)
                             }
-                            Some(Err(e)) => Err(format!("building the memory failed: {e}")),
-                            None => Err("no memory was prepared".to_string()),
+                            Some(Err(e)) => unprepared(format!("building the memory failed: {e}")),
+                            None => unprepared("no memory was prepared".to_string()),
                         };
-                        let cost = llm.ledger().snapshot().total();
+                        let (outcome, cost, wall_secs) = asked;
                         let mut rec = ResultRecord {
                             item: item.id.clone(),
                             dataset: item.dataset.clone(),
@@ -377,7 +374,7 @@ pub async fn run(
                             f1: 0.0,
                             error: None,
                             cost: RowCost::of(&cost),
-                            wall_secs: t.elapsed().as_secs_f64(),
+                            wall_secs,
                             answered_by_check: false,
                             steps: 0,
                             segments_used: vec![],
@@ -388,7 +385,7 @@ pub async fn run(
                                 ..ContextSpans::default()
                             },
                             nav: None,
-                            model: Some(llm.model().to_string()),
+                            model: Some(ctx.llm.model().to_string()),
                         };
                         match outcome {
                             Ok(trace) => {
@@ -453,6 +450,11 @@ pub async fn run(
     summary.ledger = ctx.llm.ledger().snapshot();
     summary.wall_secs = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// A question whose memory is missing: its error, no cost, no time.
+fn unprepared(error: String) -> (Result<Trace, String>, StageStats, f64) {
+    (Err(error), StageStats::default(), 0.0)
 }
 
 /// Writes a row's trace as JSON (with the item's gold evidence spans, where the dataset gives

@@ -144,6 +144,7 @@ pub async fn ask(
         prompts: ctx.prompts,
         embedder: ctx.embedder,
         window: Window::of(nav),
+        answer: ctx.config.answer,
         gold: None,
     };
     let trace = run(&spec, &actx, nav, &prepared, &req.question, &req.options).await?;

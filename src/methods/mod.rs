@@ -19,6 +19,7 @@ pub mod method;
 pub mod navigators;
 pub mod oracle;
 mod registry;
+mod scope;
 mod spec;
 mod store;
 pub mod summary_tree;
@@ -29,6 +30,7 @@ pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
 pub use method::{answer as run, Method, MethodSpec, Recorded};
 pub use registry::method_names;
+pub use scope::{ask_scoped, Asked, Scope};
 pub use spec::{
     load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, Prepared, Runtime,
     Tuning,
@@ -40,13 +42,16 @@ use crate::embed::Embedder;
 use crate::llm::Service;
 use crate::prompts::Prompts;
 
-/// What every method answers with: the LLM, the prompts, the embedder and the window, and,
+/// What every method answers with: the LLM, the prompts, the embedder, the window and the
+/// `[answer]` settings, and,
 /// in the eval harness, the question's gold evidence (read only by the oracle rows).
 pub struct Ctx<'a> {
     pub llm: &'a Service,
     pub prompts: &'a Prompts,
     pub embedder: &'a dyn Embedder,
     pub window: Window,
+    /// The navigators' final answer step (`[answer]`), before a method name's modifiers.
+    pub answer: crate::config::AnswerConfig,
     /// The byte ranges of the question's gold supporting sentences in the document, where the
     /// dataset gives them (`qrmem eval` only; None elsewhere).
     pub gold: Option<&'a [crate::text::Span]>,

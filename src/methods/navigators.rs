@@ -8,7 +8,7 @@ use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::answer::Trace;
-use crate::config::{FinalContext, NavMethod, NavigateConfig, Order};
+use crate::config::{AnswerConfig, FinalContext, NavMethod, NavigateConfig, Order};
 use crate::navigate::Navigator;
 
 /// A navigator over a QRMeM memory of `memory` kind.
@@ -44,7 +44,7 @@ pub struct Navigate {
     /// many tokens of them (0: segments, as configured).
     pub passages: usize,
     /// KN's final answer prompt shows the relations its trials followed above its units
-    /// (`navigate.answer_path`).
+    /// (`answer.path`).
     pub path: bool,
 }
 
@@ -92,14 +92,14 @@ pub const MODIFIERS: &[Modifier] = &[
     Modifier {
         suffix: "-final-s-mix",
         numbered: false,
-        effect: "KN: answers from the last S_mix when its trials are spent (navigate.final_context = s-mix)",
+        effect: "KN: answers from the last S_mix when its trials are spent (answer.final_context = s-mix)",
         get: |n| usize::from(n.final_s_mix),
         set: |n, _| n.final_s_mix = true,
     },
     Modifier {
         suffix: "-answer-top",
         numbered: true,
-        effect: "the final answer prompt shows at most N segments (navigate.answer_segments)",
+        effect: "the final answer prompt shows at most N segments (answer.max_units)",
         get: |n| n.answer_segments,
         set: |n, k| n.answer_segments = k,
     },
@@ -113,7 +113,7 @@ pub const MODIFIERS: &[Modifier] = &[
     Modifier {
         suffix: "-sentences",
         numbered: true,
-        effect: "the final answer shows N tokens of sentences instead of whole units (navigate.answer_sentence_tokens)",
+        effect: "the final answer shows N tokens of sentences instead of whole units (answer.sentence_tokens)",
         get: |n| n.answer_sentences,
         set: |n, k| n.answer_sentences = k,
     },
@@ -127,14 +127,14 @@ pub const MODIFIERS: &[Modifier] = &[
     Modifier {
         suffix: "-relevance-order",
         numbered: false,
-        effect: "the answer prompt shows its units by relevance (navigate.answer_order = relevance)",
+        effect: "the answer prompt shows its units by relevance (answer.order = relevance)",
         get: |n| usize::from(n.relevance_order),
         set: |n, _| n.relevance_order = true,
     },
     Modifier {
         suffix: "-path",
         numbered: false,
-        effect: "KN: the final answer prompt shows the relations its trials followed above its units (navigate.answer_path)",
+        effect: "KN: the final answer prompt shows the relations its trials followed above its units (answer.path)",
         get: |n| usize::from(n.path),
         set: |n, _| n.path = true,
     },
@@ -228,25 +228,35 @@ impl Navigate {
             || ablation_memory && (self.bridge || self.hop))
     }
 
+    /// The final answer settings of this navigator: the configuration's `[answer]` with this
+    /// name's choices (final context, order, units, sentences, path) applied.
+    pub fn answer_settings(&self, base: &AnswerConfig) -> AnswerConfig {
+        let mut a = *base;
+        if self.relevance_order {
+            a.order = Order::Relevance;
+        }
+        if self.final_s_mix {
+            a.final_context = FinalContext::SMix;
+        }
+        if self.answer_segments > 0 {
+            a.max_units = self.answer_segments;
+        }
+        if self.answer_sentences > 0 {
+            a.sentence_tokens = self.answer_sentences;
+        }
+        if self.path {
+            a.path = true;
+        }
+        a
+    }
+
     /// The navigation settings of this navigator: the configuration's `[navigate]` with this
-    /// name's choices (method, ablations, answer order and context, check threshold) applied.
+    /// name's choices (method, ablations, start, check threshold, passages) applied.
     pub fn settings(&self, base: &NavigateConfig) -> NavigateConfig {
         let mut opts = base.clone();
         opts.method = self.method;
         opts.reflection = self.reflection;
         opts.navigation = self.navigation;
-        if self.relevance_order {
-            opts.answer_order = Order::Relevance;
-        }
-        if self.final_s_mix {
-            opts.final_context = FinalContext::SMix;
-        }
-        if self.answer_segments > 0 {
-            opts.answer_segments = self.answer_segments;
-        }
-        if self.answer_sentences > 0 {
-            opts.answer_sentence_tokens = self.answer_sentences;
-        }
         if self.check_percent > 0 {
             opts.check_threshold = f64::from(self.check_percent) / 100.0;
         }
@@ -255,9 +265,6 @@ impl Navigate {
         }
         if self.hop {
             opts.start_hop = true;
-        }
-        if self.path {
-            opts.answer_path = true;
         }
         if self.passages > 0 {
             opts.passage_tokens = crate::text::passages::cap(opts.passage_tokens);
@@ -307,17 +314,20 @@ impl Method for Navigate {
             return Err(wrong_memory(self, prepared));
         };
         let opts = self.settings(nav);
+        let answer = self.answer_settings(&ctx.answer);
         let window = ctx.window.within(opts.context_tokens);
         if opts.passage_tokens > 0 {
             let view = passage_view(m, opts.passage_tokens, Some(ctx.embedder))?;
             return Ok(
                 Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, &view, opts, window)
+                    .answering(answer)
                     .ask(question, options)
                     .await?,
             );
         }
         Ok(
             Navigator::new(ctx.llm, ctx.prompts, ctx.embedder, m, opts, window)
+                .answering(answer)
                 .ask(question, options)
                 .await?,
         )

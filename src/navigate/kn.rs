@@ -181,7 +181,7 @@ impl Navigator<'_> {
         }
         // Trials exhausted (or nothing left to expand).
         run.focus.extend(path.iter().copied());
-        match self.opts.final_context {
+        match self.answer.final_context {
             FinalContext::SMix => {
                 let add = sorted(&s_add);
                 self.final_answer(run, s_imp, &add, "answered from the final S_mix")
@@ -230,7 +230,7 @@ impl Navigator<'_> {
                     ranked.len(),
                     path_names
                 );
-                if self.opts.answer_sentence_tokens > 0 {
+                if self.answer.sentence_tokens > 0 {
                     // Sentences are chosen from every ranked segment, not only those that
                     // would fit whole.
                     let all: Vec<usize> = ranked.iter().map(|&(s, _)| s).collect();

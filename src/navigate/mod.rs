@@ -27,7 +27,7 @@ use thiserror::Error;
 use crate::answer::{
     answer_step, option_letter, with_options, AnswerError, Answered, Step, Trace, Window,
 };
-use crate::config::{NavMethod, NavigateConfig};
+use crate::config::{AnswerConfig, NavMethod, NavigateConfig};
 use crate::embed::{EmbedError, Embedder};
 use crate::error::LlmError;
 use crate::llm::Service;
@@ -58,6 +58,8 @@ pub struct Navigator<'a> {
     pub(crate) embedder: &'a dyn Embedder,
     pub(crate) memory: &'a Memory,
     pub(crate) opts: NavigateConfig,
+    /// The final answer step's settings (`[answer]` with the method name's modifiers).
+    pub(crate) answer: AnswerConfig,
     pub(crate) window: Window,
 }
 
@@ -78,7 +80,7 @@ pub(crate) struct Run {
     /// The document ranges the final answer prompt showed, when it showed sentences rather
     /// than whole segments.
     pub answer_spans: Option<Vec<Span>>,
-    /// KN: the relation edges its trials followed, in order (`navigate.answer_path` shows
+    /// KN: the relation edges its trials followed, in order (`answer.path` shows
     /// them to the final answer).
     pub path: Vec<EdgeIndex>,
 }
@@ -105,8 +107,15 @@ impl<'a> Navigator<'a> {
             embedder,
             memory,
             opts,
+            answer: AnswerConfig::default(),
             window,
         }
+    }
+
+    /// This navigator with `answer` as its final answer step's settings (default: the
+    /// paper's, whole units in document order).
+    pub fn answering(self, answer: AnswerConfig) -> Self {
+        Navigator { answer, ..self }
     }
 
     /// Answers `question` (with `options` for multiple choice: the answer is then the letter).
@@ -240,11 +249,11 @@ impl<'a> Navigator<'a> {
             .collect()
     }
 
-    /// `text` with the path's relations above it when `navigate.answer_path` is on and the
+    /// `text` with the path's relations above it when `answer.path` is on and the
     /// trials followed any (each `head | description | tail`, in the order followed), and the
     /// note the answer step records about them (empty when nothing was added).
     pub(crate) fn with_path(&self, run: &Run, text: String) -> (String, String) {
-        if !self.opts.answer_path {
+        if !self.answer.path {
             return (text, String::new());
         }
         let lines: Vec<String> = run
@@ -268,7 +277,7 @@ impl<'a> Navigator<'a> {
     }
 
     /// The final answer from `segments` (kept first, in their order) and then `scores` (by
-    /// score) while they fit, at most `navigate.answer_segments` of them when that is not 0;
+    /// score) while they fit, at most `answer.max_units` of them when that is not 0;
     /// the prompt shows them in the configured answer order.
     pub(crate) async fn final_answer(
         &self,
@@ -277,7 +286,7 @@ impl<'a> Navigator<'a> {
         scores: &[(usize, f32)],
         note: &str,
     ) -> Result<Check, NavigateError> {
-        if self.opts.answer_sentence_tokens > 0 {
+        if self.answer.sentence_tokens > 0 {
             let mut order: Vec<usize> = segments.to_vec();
             for &(s, _) in scores {
                 if !order.contains(&s) {
@@ -286,23 +295,20 @@ impl<'a> Navigator<'a> {
             }
             return self.sentence_answer(run, &order, note).await;
         }
-        let (text, shown) = self
-            .window()
-            .at_most(self.opts.answer_segments)
-            .fit_ordered(
-                self.prompts,
-                PromptId::Answer,
-                &run.question,
-                self.memory,
-                segments,
-                scores,
-                self.opts.answer_order,
-            )?;
+        let (text, shown) = self.window().at_most(self.answer.max_units).fit_ordered(
+            self.prompts,
+            PromptId::Answer,
+            &run.question,
+            self.memory,
+            segments,
+            scores,
+            self.answer.order,
+        )?;
         self.answer_with_path(run, text, shown, note).await
     }
 
     /// The final answer prompt over `text` (the path's relations above it when
-    /// `navigate.answer_path` is on), recorded as the answer step showing `units` with `note`.
+    /// `answer.path` is on), recorded as the answer step showing `units` with `note`.
     pub(crate) async fn answer_with_path(
         &self,
         run: &mut Run,

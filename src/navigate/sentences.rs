@@ -1,4 +1,4 @@
-//! The sentence-grain final context (`navigate.answer_sentence_tokens` > 0): instead of whole
+//! The sentence-grain final context (`answer.sentence_tokens` > 0): instead of whole
 //! 600-token segments, the final answer prompt shows the sentences of the final segments that
 //! carry the evidence, each with its window (the sentences before and after it in its passage),
 //! under their passages' titles, in document order, within a token budget.
@@ -41,7 +41,7 @@ impl Navigator<'_> {
         let room = self
             .window()
             .room(self.prompts, PromptId::Answer, &run.question)?;
-        let budget = self.opts.answer_sentence_tokens.min(room);
+        let budget = self.answer.sentence_tokens.min(room);
         let shown = excerpt::fit(&document, &index, &priority, budget, true);
         let units: Vec<(usize, usize)> = self
             .memory
