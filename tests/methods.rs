@@ -656,3 +656,24 @@ async fn the_hop_baseline_shows_the_own_passage_of_a_name_the_best_passage_holds
     );
     assert!(!hop.contains("Burger Palace has"), "{hop}");
 }
+
+/// `bm25-own-hop-passagesN`: the passage titled with the question's name comes first even
+/// where another passage has more of the question's words, and the hop follows its names.
+#[tokio::test]
+async fn the_own_hop_baseline_starts_from_the_passage_titled_with_the_question_name() {
+    let doc = "Passage 1:\nRon Joyce\nRon Joyce was a Canadian businessman who helped found Tim Hortons.\n\nPassage 2:\nBurger Palace\nBurger Palace is a chain of restaurants; how many restaurants comprise the chain is unknown, said Ohio Joyce.\n\nPassage 3:\nTim Hortons (company)\nTim Hortons has 4,846 outlets.\n\nPassage 4:\nOhio Joyce\nOhio Joyce sells burgers.";
+    let memory = segments_memory(doc);
+    let question = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let (_, hop) = shown_by("bm25-hop-passages50", &memory, question).await;
+    assert!(
+        hop.contains("Burger Palace is") && hop.contains("Ohio Joyce sells"),
+        "{hop}"
+    );
+    assert!(!hop.contains("4,846"), "{hop}");
+    let (_, own) = shown_by("bm25-own-hop-passages50", &memory, question).await;
+    assert!(
+        own.contains("Ron Joyce was") && own.contains("4,846"),
+        "{own}"
+    );
+    assert!(!own.contains("Burger Palace is"), "{own}");
+}

@@ -154,6 +154,7 @@ fn options(method: Method, window: usize, max_trials: usize) -> Options {
         check_threshold: 0.0,
         start_bridge: false,
         start_hop: false,
+        start_own: false,
         passage_tokens: 0,
         context_tokens: 0,
     }
@@ -998,6 +999,61 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
         "{}",
         untitled.steps[0].note
     );
+}
+
+/// The own start (`navigate.start_own`, `-own`): the hop starts from the own passage of the
+/// question's entity (E_s = Alpha), not from the best-ranked unit, and follows its names.
+#[tokio::test]
+async fn the_own_start_hops_from_the_question_entitys_own_passage() {
+    let mut m = memory(5);
+    let texts = [
+        "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
+        "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
+        "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
+        "Passage 4:\nEpsilon\nEpsilon says the company Alpha founded does have its headquarters where Gamma sells fruit.\n\n",
+    ];
+    let mut pos = 0;
+    m.segments = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let s = Segment {
+                index: i,
+                start: pos,
+                end: pos + t.len(),
+                text: t.to_string(),
+                tokens: count_tokens(t),
+            };
+            pos = s.end;
+            s
+        })
+        .collect();
+    for (name, segs) in [
+        ("Alpha", vec![0, 3]),
+        ("Beta", vec![0, 2]),
+        ("Gamma", vec![1, 3]),
+        ("Delta", vec![2]),
+    ] {
+        let n = m.find_entity(name).unwrap();
+        m.graph[n].segments = segs.into_iter().collect();
+    }
+    let mut opts = options(Method::Kn, 4096, 1);
+    opts.start_hop = true;
+    let (hopped, _) = ask(&m, opts.clone(), vec![]).await;
+    let note = &hopped.steps[0].note;
+    // The best unit is Epsilon's (it has the question's words); the hop follows its names,
+    // Alpha and Gamma, and never reaches Beta's passage.
+    assert!(note.contains("ranked [3, 0, 1]"), "{note}");
+    assert!(
+        note.contains(r#"own passages of ["alpha", "gamma"]"#),
+        "{note}"
+    );
+    opts.start_own = true;
+    let (own, _) = ask(&m, opts, vec![]).await;
+    let note = &own.steps[0].note;
+    // From Alpha's own passage (unit 0) to Beta's (unit 2), then the rest as ranked.
+    assert!(note.contains("ranked [0, 2, 3"), "{note}");
+    assert!(note.contains(r#"own passages of ["beta"]"#), "{note}");
 }
 
 /// The path (`answer.path`): KN's final answer prompt shows, above its units, the

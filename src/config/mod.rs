@@ -290,6 +290,12 @@ pub struct NavigateConfig {
     /// likewise (false: the paper's start). Left out of the written configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_hop: bool,
+    /// With `start_hop`: the hop starts from the own passages of E_s (the units titled with
+    /// an E_s entity's name, at most two, by the question's BM25) instead of the best unit,
+    /// and follows the names of the first (false: from the best unit). Left out of the
+    /// written configuration when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub start_own: bool,
     /// Navigate and answer over the document's own passages (`text::passages`, each at most
     /// this many tokens) instead of the memory's segments: the graph's passage view
     /// (`Memory::passage_view`), built without an LLM call (0: segments, the paper).
@@ -315,6 +321,7 @@ impl Default for NavigateConfig {
             check_threshold: 0.0,
             start_bridge: false,
             start_hop: false,
+            start_own: false,
             passage_tokens: 0,
             context_tokens: 0,
         }

@@ -39,6 +39,10 @@ pub enum Baseline {
     /// passages (by title) of the names it holds, then the rest by BM25: the path from a
     /// passage to the passage of an entity it names, without the graph.
     Bm25HopPassages(usize),
+    /// `bm25-hop-passagesN` from the own start (`text::passages::own_units`): the passages
+    /// titled with names the question holds (at most two, best first), then the hop from the
+    /// first of them; the best passage where the question names no title.
+    Bm25OwnHopPassages(usize),
     /// The embedder over the document's passages, within this many tokens.
     DensePassages(usize),
     VanillaLeft,
@@ -75,12 +79,16 @@ impl FromStr for Baseline {
                     .filter(|n| s.strip_prefix("bm25-hop-passages") == Some(n.to_string().as_str()))
                 {
                     Ok(Baseline::Bm25HopPassages(n))
+                } else if let Some(n) = k("bm25-own-hop-passages").filter(|n| {
+                    s.strip_prefix("bm25-own-hop-passages") == Some(n.to_string().as_str())
+                }) {
+                    Ok(Baseline::Bm25OwnHopPassages(n))
                 } else if let Some(n) = k("contriever-passages").filter(|n| {
                     s.strip_prefix("contriever-passages") == Some(n.to_string().as_str())
                 }) {
                     Ok(Baseline::DensePassages(n))
                 } else {
-                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, bm25-hop-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
+                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, bm25-hop-passagesN, bm25-own-hop-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
                 }
             }
         }
@@ -95,6 +103,7 @@ impl fmt::Display for Baseline {
             Baseline::Dense(k) => write!(f, "contriever-top{k}"),
             Baseline::Bm25Passages(n) => write!(f, "bm25-passages{n}"),
             Baseline::Bm25HopPassages(n) => write!(f, "bm25-hop-passages{n}"),
+            Baseline::Bm25OwnHopPassages(n) => write!(f, "bm25-own-hop-passages{n}"),
             Baseline::DensePassages(n) => write!(f, "contriever-passages{n}"),
             Baseline::VanillaLeft => f.write_str("vanilla-left"),
             Baseline::VanillaRight => f.write_str("vanilla-right"),
@@ -104,7 +113,7 @@ impl fmt::Display for Baseline {
 }
 
 pub const FAMILY: Family = Family {
-    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), bm25-hop-passagesN (bm25-passagesN with the hop to the own passages of the names the best passage holds), contriever-topK, vanilla-left, vanilla-right, full",
+    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), bm25-hop-passagesN (bm25-passagesN with the hop to the own passages of the names the best passage holds), bm25-own-hop-passagesN (the hop from the passages titled with the question's names), contriever-topK, vanilla-left, vanilla-right, full",
     parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
 };
 
@@ -145,6 +154,7 @@ impl Method for Baseline {
             Baseline::Bm25Sentences(_)
             | Baseline::Bm25Passages(_)
             | Baseline::Bm25HopPassages(_)
+            | Baseline::Bm25OwnHopPassages(_)
             | Baseline::DensePassages(_) => Recorded::Unknown,
         }
     }
@@ -196,7 +206,9 @@ impl Baseline {
         embedder: &dyn crate::embed::Embedder,
     ) -> Result<Option<Memory>, MethodError> {
         let dense = match self {
-            Baseline::Bm25Passages(_) | Baseline::Bm25HopPassages(_) => false,
+            Baseline::Bm25Passages(_)
+            | Baseline::Bm25HopPassages(_)
+            | Baseline::Bm25OwnHopPassages(_) => false,
             Baseline::DensePassages(_) => true,
             _ => return Ok(None),
         };
@@ -225,20 +237,31 @@ fn rank_units(
         .collect())
 }
 
-/// The units of `ranked` (best first) in the hop's order, the own passages found by title: a passage is the
-/// own passage of a name the best passage holds when its title occurs there as whole words.
-fn hop_by_title(memory: &Memory, best: usize, ranked: &[(usize, f32)]) -> Vec<usize> {
-    use crate::text::passages::{hop, unit_titles};
-    let body = memory
-        .segments
-        .get(best)
+/// The units of `ranked` (best first) in the hop's order, the own passages found by title: a
+/// passage is the own passage of a name the first start unit holds when its title occurs there
+/// as whole words. The start is the best unit, or with `own` the passages titled with names
+/// `question` holds (the best unit where it holds none).
+fn hop_by_title(memory: &Memory, question: &str, own: bool, ranked: &[(usize, f32)]) -> Vec<usize> {
+    use crate::text::passages::{hop, own_units, unit_titles};
+    let order: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
+    let titles = unit_titles(&memory.segments);
+    let mut start = Vec::new();
+    if own {
+        let q = question.to_lowercase();
+        start = own_units(&order, &titles, |t| crate::text::occurs_in(&q, t));
+    }
+    if start.is_empty() {
+        start.extend(order.first());
+    }
+    let body = start
+        .first()
+        .and_then(|&u| memory.segments.get(u))
         .map(|u| u.text.to_lowercase())
         .unwrap_or_default();
-    let order: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
     hop(
-        best,
+        &start,
         &order,
-        &unit_titles(&memory.segments),
+        &titles,
         |t| crate::text::occurs_in(&body, t),
         &order,
     )
@@ -265,15 +288,19 @@ fn context(
             let (text, shown) = window.fit(prompts, PromptId::Answer, &q, memory, &[], &top)?;
             (text, shown, format!("top {k}: {top:?}"))
         }
-        Baseline::Bm25Passages(n) | Baseline::DensePassages(n) | Baseline::Bm25HopPassages(n) => {
+        Baseline::Bm25Passages(n)
+        | Baseline::DensePassages(n)
+        | Baseline::Bm25HopPassages(n)
+        | Baseline::Bm25OwnHopPassages(n) => {
             // `memory` is the passage view: every passage ranked, the best shown within n
             // tokens, in document order.
             let lexical = !matches!(baseline, Baseline::DensePassages(_));
             let ranked = rank_units(lexical, embedder, memory, &q)?;
             // The hop's order is kept as given; the others are taken by score.
-            let (kept, ranked) = match (baseline, ranked.first()) {
-                (Baseline::Bm25HopPassages(_), Some(&(best, _))) => {
-                    (hop_by_title(memory, best, &ranked), Vec::new())
+            let (kept, ranked) = match baseline {
+                Baseline::Bm25HopPassages(_) | Baseline::Bm25OwnHopPassages(_) => {
+                    let own = matches!(baseline, Baseline::Bm25OwnHopPassages(_));
+                    (hop_by_title(memory, &q, own, &ranked), Vec::new())
                 }
                 _ => (Vec::new(), ranked),
             };

@@ -40,6 +40,8 @@ pub struct Navigate {
     /// KN and TE order the start set (and KN its final context) by the hop from the best unit
     /// to the own passages of the entities it names (`navigate.start_hop`).
     pub hop: bool,
+    /// With `hop`: the hop starts from E_s's own passages (`navigate.start_own`).
+    pub own: bool,
     /// Navigate and answer over the document's passages, every prompt showing at most this
     /// many tokens of them (0: segments, as configured).
     pub passages: usize,
@@ -49,7 +51,7 @@ pub struct Navigate {
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
@@ -81,6 +83,13 @@ pub const MODIFIERS: &[Modifier] = &[
         effect: "KN and TE: the start ordered for the second hop (navigate.start_bridge)",
         get: |n| usize::from(n.bridge),
         set: |n, _| n.bridge = true,
+    },
+    Modifier {
+        suffix: "-own",
+        numbered: false,
+        effect: "KN and TE with -hop: the hop starts from the own passages of the question's entities E_s, not the best unit (navigate.start_own)",
+        get: |n| usize::from(n.own),
+        set: |n, _| n.own = true,
     },
     Modifier {
         suffix: "-hop",
@@ -153,6 +162,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
         check_percent: 0,
         bridge: false,
         hop: false,
+        own: false,
         passages: 0,
         path: false,
     };
@@ -225,6 +235,7 @@ impl Navigate {
             || self.check_percent > 99
             || ges && self.hop
             || self.bridge && self.hop
+            || self.own && !self.hop
             || ablation_memory && (self.bridge || self.hop))
     }
 
@@ -265,6 +276,9 @@ impl Navigate {
         }
         if self.hop {
             opts.start_hop = true;
+        }
+        if self.own {
+            opts.start_own = true;
         }
         if self.passages > 0 {
             opts.passage_tokens = crate::text::passages::cap(opts.passage_tokens);

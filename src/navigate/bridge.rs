@@ -13,7 +13,10 @@
 //! (the LongBench `Passage i:` passage titled with one of its names, a parenthesis after the
 //! name aside) of the entities the best unit names, at most `text::passages::HOP_HOMES` of them, best by the
 //! question's BM25 over the whole document; then the given ranking. A document without passage
-//! titles has no own passages, and the order is the given one.
+//! titles has no own passages, and the order is the given one. With the own start
+//! (`navigate.start_own`) the path begins at E_s: the own passages of the question's entities
+//! (at most `text::passages::OWN_STARTS`) come first, and the hop follows the names of the
+//! first of them instead of the best unit's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,7 +25,7 @@ use petgraph::stable_graph::NodeIndex;
 use super::Navigator;
 use crate::memory::schema::paragraphs;
 use crate::memory::Entity;
-use crate::text::passages::{hop, title_key, unit_titles};
+use crate::text::passages::{hop, own_units, title_key, unit_titles};
 use crate::text::{occurs_in, Bm25};
 
 /// Mentions shorter than this (in characters) neither mark a paragraph as naming E_s nor make
@@ -95,37 +98,48 @@ impl Navigator<'_> {
 impl Navigator<'_> {
     /// `ranked` (best first) in the hop's order (see the module docs), with the titles of
     /// the own passages it brought. A unit keeps its score when `ranked` has one, 0 otherwise.
+    /// With `navigate.start_own` the hop starts from the own passages of `start` (E_s), where
+    /// it has any, and follows the names of the first.
     pub(crate) fn hop_order(
         &self,
         question: &str,
+        start: &BTreeSet<NodeIndex>,
         ranked: &[(usize, f32)],
     ) -> (Vec<(usize, f32)>, Vec<String>) {
         let Some(&(best, _)) = ranked.first() else {
             return (Vec::new(), Vec::new());
         };
         let g = &self.memory.graph;
-        // The names of the entities the best unit names.
-        let named: BTreeSet<String> = g
-            .node_indices()
-            .map(|n| &g[n])
-            .filter(|e| {
-                !e.generic && e.kind != "number" && e.kind != "time" && e.segments.contains(&best)
-            })
-            .flat_map(|e| names(e).map(|m| title_key(&m)).collect::<Vec<_>>())
-            .collect();
         let by_question: Vec<usize> = Bm25::over(&self.memory.segments)
             .rank(question)
             .into_iter()
             .map(|(u, _)| u)
             .collect();
+        let titles = unit_titles(&self.memory.segments);
+        let mut first = vec![best];
+        if self.opts.start_own {
+            let own_names: BTreeSet<String> = start
+                .iter()
+                .filter(|&&n| g.contains_node(n))
+                .flat_map(|&n| names(&g[n]).map(|m| title_key(&m)).collect::<Vec<_>>())
+                .collect();
+            let own = own_units(&by_question, &titles, |t| own_names.contains(t));
+            if !own.is_empty() {
+                first = own;
+            }
+        }
+        let from = first[0];
+        // The names of the entities the first unit names.
+        let named: BTreeSet<String> = g
+            .node_indices()
+            .map(|n| &g[n])
+            .filter(|e| {
+                !e.generic && e.kind != "number" && e.kind != "time" && e.segments.contains(&from)
+            })
+            .flat_map(|e| names(e).map(|m| title_key(&m)).collect::<Vec<_>>())
+            .collect();
         let rest: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
-        let (order, via) = hop(
-            best,
-            &by_question,
-            &unit_titles(&self.memory.segments),
-            |t| named.contains(t),
-            &rest,
-        );
+        let (order, via) = hop(&first, &by_question, &titles, |t| named.contains(t), &rest);
         let score: BTreeMap<usize, f32> = ranked.iter().copied().collect();
         let order = order
             .into_iter()

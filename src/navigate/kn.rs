@@ -207,7 +207,7 @@ impl Navigator<'_> {
                 let ranked = if self.opts.start_bridge {
                     self.bridge_order(start, &ranked).0
                 } else if self.opts.start_hop {
-                    self.hop_order(&run.question, &ranked).0
+                    self.hop_order(&run.question, start, &ranked).0
                 } else {
                     ranked
                 };

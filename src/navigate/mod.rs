@@ -157,7 +157,7 @@ impl<'a> Navigator<'a> {
                     let (order, names) = self.bridge_order(&start, &ranked);
                     (order, Some(("second-hop order (bridge entities", names)))
                 } else if self.opts.start_hop {
-                    let (order, names) = self.hop_order(&run.question, &ranked);
+                    let (order, names) = self.hop_order(&run.question, &start, &ranked);
                     (order, Some(("hop order (own passages of", names)))
                 } else {
                     (ranked, None)

@@ -121,24 +121,50 @@ pub fn unit_titles(units: &[Segment]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The hop from the best unit to the own passages of the names it holds (issue 66): `best`,
-/// then at most [`HOP_HOMES`] other units, taken in `by_question` order (the question's BM25
-/// over every unit), that hold a passage titled with a name `named` accepts, then `rest` in
-/// its order. Returns the order (each unit once) and the titles that brought units.
+/// The own passages of the question's names the own start puts first, at most: a two-hop
+/// question names one entity, a comparison two. Set before any measurement, not tuned.
+pub const OWN_STARTS: usize = 2;
+
+/// The own start (issue 66): the units, in `by_question` order (the question's BM25 over
+/// every unit), that hold a passage titled with a name `named` accepts (the question's names,
+/// or E_s's), at most [`OWN_STARTS`]. Empty where no title is such a name.
+pub fn own_units(
+    by_question: &[usize],
+    titles: &[Vec<String>],
+    named: impl Fn(&str) -> bool,
+) -> Vec<usize> {
+    by_question
+        .iter()
+        .copied()
+        .filter(|&u| titles.get(u).is_some_and(|ts| ts.iter().any(|t| named(t))))
+        .take(OWN_STARTS)
+        .collect()
+}
+
+/// The hop from the start units to the own passages of the names the first holds (issue 66):
+/// `start` (the best unit; with the own start, the question's own passages), then at most
+/// [`HOP_HOMES`] other units, taken in `by_question` order (the question's BM25 over every
+/// unit), that hold a passage titled with a name `named` accepts, then `rest` in its order.
+/// Returns the order (each unit once) and the titles that brought units.
 pub fn hop(
-    best: usize,
+    start: &[usize],
     by_question: &[usize],
     titles: &[Vec<String>],
     named: impl Fn(&str) -> bool,
     rest: &[usize],
 ) -> (Vec<usize>, Vec<String>) {
-    let mut order = vec![best];
+    let mut order: Vec<usize> = Vec::new();
+    for &u in start {
+        if !order.contains(&u) {
+            order.push(u);
+        }
+    }
     let mut via = Vec::new();
     for &u in by_question {
         if via.len() >= HOP_HOMES {
             break;
         }
-        if u == best || order.contains(&u) {
+        if order.contains(&u) {
             continue;
         }
         if let Some(t) = titles.get(u).and_then(|ts| ts.iter().find(|t| named(t))) {
@@ -208,13 +234,27 @@ mod tests {
         let named = |t: &str| crate::text::occurs_in(&body, t);
         // By the question's order, passage 1 (Ottawa) comes before 2, but only 2 is the own
         // passage of a name passage 0 holds; passage 0 is its own title's and comes first.
-        let (order, via) = hop(0, &[1, 2, 0, 3], &titles, named, &[3, 1]);
+        let (order, via) = hop(&[0], &[1, 2, 0, 3], &titles, named, &[3, 1]);
         assert_eq!(order, [0, 2, 3, 1]);
         assert_eq!(via, ["tim hortons"]);
         // At most HOP_HOMES own passages.
-        let (order, via) = hop(1, &[0, 2, 3], &titles, |_| true, &[]);
+        let (order, via) = hop(&[1], &[0, 2, 3], &titles, |_| true, &[]);
         assert_eq!(order.len(), 1 + HOP_HOMES);
         assert_eq!(via.len(), HOP_HOMES);
+        // The own start: the question names Ron Joyce and Ottawa; their passages come first,
+        // in the question's order, then the hop from the first (Tim Hortons), then the rest.
+        let question = "which restaurant chain that ron joyce founded has a store in ottawa?";
+        let own = own_units(&[1, 2, 0, 3], &titles, |t| {
+            crate::text::occurs_in(question, t)
+        });
+        assert_eq!(own, [1, 0]);
+        let (order, _) = hop(&own, &[1, 2, 0, 3], &titles, |t| t == "tim hortons", &[3]);
+        assert_eq!(order, [1, 0, 2, 3]);
+        assert!(own_units(&[0, 1, 2, 3], &titles, |_| false).is_empty());
+        assert_eq!(
+            own_units(&[0, 1, 2, 3], &titles, |_| true).len(),
+            OWN_STARTS
+        );
         assert_eq!(title_key(" Manson (film) "), "manson");
         assert_eq!(title_key("(1999)"), "(1999)");
     }
