@@ -141,6 +141,51 @@ async fn every_memory_kind_opens_by_its_files_format_and_names_its_method() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("missing.qrm"), "{err}");
+    // The kind written in a graph memory decides, not its contents: a segments-only memory
+    // written as `graph` opens as a graph; one of a kind this version does not know is refused.
+    let mut written = Memory::segments_only(
+        &long_doc(50),
+        BuildParams::from_config(&Config::default()),
+        "m",
+    );
+    written.kind = Some("graph".into());
+    let path = dir.path().join("written");
+    methods::save(&Prepared::Graph(Box::new(written.clone())), &path).unwrap();
+    assert_eq!(methods::open(&path).unwrap().kind(), MemoryKind::Graph);
+    written.kind = Some("hypergraph".into());
+    let newer = dir.path().join("newer");
+    methods::save(&Prepared::Graph(Box::new(written)), &newer).unwrap();
+    let err = methods::open(&newer).unwrap_err().to_string();
+    assert!(
+        err.contains("newer") && err.contains("'hypergraph'"),
+        "{err}"
+    );
+}
+
+/// `methods::prepare` writes the kind it built into the memory.
+#[tokio::test]
+async fn a_prepared_memory_carries_its_kind() {
+    let llm = Arc::new(ScriptedLlm::new([]));
+    let svc = Service::new(llm.clone(), None, policy());
+    let prompts = Prompts::load().unwrap();
+    let config = Config::default();
+    let rt = methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &Bow,
+        config: &config,
+    };
+    for kind in [MemoryKind::Segments, MemoryKind::Cooccurrence] {
+        let m = methods::prepare(kind, &rt, &long_doc(50), None, "doc", None)
+            .await
+            .unwrap();
+        let Prepared::Graph(g) = &m else {
+            panic!("{kind:?} is a graph memory")
+        };
+        assert_eq!(g.kind.as_deref(), Some(kind.name()));
+        assert_eq!(m.kind(), kind);
+    }
+    assert!(llm.received().is_empty());
 }
 
 #[tokio::test]

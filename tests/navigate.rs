@@ -99,6 +99,7 @@ fn memory(filler: usize) -> Memory {
         ledger: LedgerSnapshot::default(),
         build_secs: 0.0,
         vectors: None,
+        kind: None,
     }
 }
 

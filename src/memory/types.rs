@@ -216,6 +216,12 @@ pub struct Memory {
     /// Segment and edge vectors, once computed.
     #[serde(default)]
     pub vectors: Option<Vectors>,
+    /// The memory kind it was built as (`methods::MemoryKind`'s name: `graph`,
+    /// `cooccurrence`, `segments`, `no-graph-update`, `no-open-entity`), written by
+    /// `methods::prepare`; None in files written before it was (their kind is read from the
+    /// build parameters) and in memories built outside `methods`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl Memory {
@@ -240,6 +246,7 @@ impl Memory {
             ledger: LedgerSnapshot::default(),
             build_secs: 0.0,
             vectors: None,
+            kind: None,
         }
     }
 

@@ -74,6 +74,11 @@ impl MemoryKind {
         MemoryKind::Garlic,
     ];
 
+    /// The kind `name` names (as [`MemoryKind::name`] writes it).
+    pub fn from_name(name: &str) -> Option<MemoryKind> {
+        MemoryKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             MemoryKind::Graph => "graph",
@@ -232,9 +237,15 @@ pub enum Prepared {
 }
 
 impl Prepared {
-    /// The kind of this memory (a graph memory's kind is read from its build parameters).
+    /// The kind of this memory: written in the file; in a graph memory written before it was,
+    /// read from its build parameters.
     pub fn kind(&self) -> MemoryKind {
         match self {
+            Prepared::Graph(m) if m.kind.is_some() => m
+                .kind
+                .as_deref()
+                .and_then(MemoryKind::from_name)
+                .unwrap_or(MemoryKind::Graph),
             Prepared::Graph(m) if m.params.cooccurrence => MemoryKind::Cooccurrence,
             Prepared::Graph(m) if m.graph.node_count() == 0 && m.ledger.total().requests == 0 => {
                 MemoryKind::Segments
@@ -398,11 +409,13 @@ impl Prepared {
     }
 }
 
-/// Opens a saved memory of any kind: the kind is read from the file's `format` field.
+/// Opens a saved memory of any kind: the kind is read from the file's `format` field and, in
+/// a graph memory, its `kind` field (a kind this version does not know is refused).
 pub fn open(path: &std::path::Path) -> Result<Prepared, MethodError> {
     #[derive(Deserialize)]
     struct Header {
         format: Option<String>,
+        kind: Option<String>,
     }
     let bytes = crate::fsutil::read_maybe_gz(path).map_err(|e| {
         MethodError::File(format!(
@@ -412,14 +425,23 @@ pub fn open(path: &std::path::Path) -> Result<Prepared, MethodError> {
     })?;
     // The format of every memory file is a top-level JSON field; a file that is not JSON is
     // left to the graph loader, which says what is wrong with it.
-    let format = serde_json::from_slice::<Header>(&bytes)
-        .ok()
-        .and_then(|h| h.format);
+    let (format, written) = serde_json::from_slice::<Header>(&bytes)
+        .map(|h| (h.format, h.kind))
+        .unwrap_or((None, None));
     let kind = match format.as_deref() {
         Some(super::summary_tree::FORMAT) => MemoryKind::SummaryTree,
         Some(super::knowledge_tree::FORMAT) => MemoryKind::KnowledgeTree,
         Some(super::garlic::FORMAT) => MemoryKind::Garlic,
-        _ => MemoryKind::Graph,
+        _ => match written.as_deref() {
+            None => MemoryKind::Graph,
+            Some(k) => MemoryKind::from_name(k).ok_or_else(|| {
+                MethodError::File(format!(
+                    "the memory file {} is of kind '{k}', which this version of qrmem does not know (kinds: {})",
+                    path.display(),
+                    MemoryKind::ALL.map(MemoryKind::name).join(", ")
+                ))
+            })?,
+        },
     };
     load_prepared(kind, path).map_err(MethodError::File)
 }
@@ -610,6 +632,7 @@ pub async fn prepare_with(
     if tuning.vectors && kind != MemoryKind::Cooccurrence {
         crate::embed::index_memory(&mut memory, ctx.embedder)?;
     }
+    memory.kind = Some(kind.name().to_string());
     Ok(Prepared::Graph(Box::new(memory)))
 }
 

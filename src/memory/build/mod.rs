@@ -336,6 +336,7 @@ impl<'a> Builder<'a> {
             ledger: self.llm.ledger().snapshot(),
             build_secs: started.elapsed().as_secs_f64(),
             vectors: None,
+            kind: None,
         })
     }
 
