@@ -134,7 +134,9 @@ pub(crate) enum CorpusCommand {
         /// How many passages.
         #[arg(long, default_value_t = 5)]
         k: usize,
-        /// bm25, or bm25-hop (the best passage, then the own passages of the titles it names).
+        /// bm25, bm25-hop (the best passage, then the own passages of the titles it names),
+        /// dense, graph-start, graph-hop or graph-own-hop (from the own passages of the
+        /// question's entities).
         #[arg(long, default_value = "bm25")]
         retriever: String,
     },
@@ -229,8 +231,9 @@ pub(crate) struct AskArgs {
     /// passages --retriever ranks best, each under its document's name.
     #[arg(long, value_name = "DIR", conflicts_with = "doc")]
     pub(crate) corpus: Option<PathBuf>,
-    /// With --corpus: bm25, bm25-hop (default) or dense.
-    #[arg(long, requires = "corpus", default_value = "bm25-hop")]
+    /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
+    /// the best recall over eval/runs/corpus-recall's three corpora).
+    #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
     #[arg(long, requires = "corpus", default_value_t = 400)]
@@ -295,8 +298,9 @@ pub(crate) struct BatchArgs {
     /// Ask every question across this corpus (`qrmem corpus add`); jobs then name no document.
     #[arg(long, value_name = "DIR", conflicts_with = "method")]
     pub(crate) corpus: Option<PathBuf>,
-    /// With --corpus: bm25, bm25-hop (default) or dense.
-    #[arg(long, requires = "corpus", default_value = "bm25-hop")]
+    /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
+    /// the best recall over eval/runs/corpus-recall's three corpora).
+    #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
     #[arg(long, requires = "corpus", default_value_t = 400)]

@@ -120,6 +120,7 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
                 Retriever::Bm25Hop,
                 Retriever::GraphStart,
                 Retriever::GraphHop,
+                Retriever::GraphOwnHop,
             ];
             if embedder.is_some() {
                 retrievers.push(Retriever::Dense);

@@ -370,6 +370,31 @@ fn the_graph_start_puts_the_passages_of_the_questions_entities_first() {
     assert_eq!(linked, [(a, 1), (b, 1)].into_iter().collect(), "{start:?}");
 }
 
+/// graph-own-hop: the path starts at the own passage of the entity the question names
+/// (Hamilton's), not at BM25's best, and hops to the own passages of the names it holds.
+#[test]
+fn the_own_hop_starts_at_the_question_entitys_own_passage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    let q = "Which restaurant chain restaurant chain is in Hamilton?";
+    let a = c.resolve("a.txt").unwrap();
+    let b = c.resolve("b.txt").unwrap();
+    let hop = c.rank(Retriever::GraphHop, q, 2, None).unwrap();
+    assert_eq!(hop[0], (b.clone(), 0), "BM25's best: {hop:?}");
+    let own = c.rank(Retriever::GraphOwnHop, q, 2, None).unwrap();
+    // Hamilton's own passage, then Ontario's (a name it holds).
+    assert_eq!(own, [(a, 1), (b, 1)], "{own:?}");
+    // A question naming no entity with an own passage hops from BM25's best, as graph-hop.
+    let q = "How many restaurants comprise the chain?";
+    assert_eq!(
+        c.rank(Retriever::GraphOwnHop, q, 2, None).unwrap(),
+        c.rank(Retriever::GraphHop, q, 2, None).unwrap()
+    );
+}
+
 /// A document whose record was made with other extraction settings gets a record of the
 /// current ones when it is added again (nothing else is rebuilt), and the assembly follows it.
 #[test]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::{Corpus, CorpusError};
-use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME};
+use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME, OWN_STARTS};
 use crate::text::{occurs_in, Bm25};
 
 /// How passages are ranked across the corpus.
@@ -28,6 +28,10 @@ pub enum Retriever {
     /// whose title entity it is) of the entities the best passage names, in the question's
     /// BM25 order, at most `HOP_HOMES`; then the BM25 ranking.
     GraphHop,
+    /// The hop from E_s (issue 66's own start): the own passages of the entities the question
+    /// names (E_s as in `GraphStart`), at most `OWN_STARTS`, in BM25 order, then the hop from
+    /// the first of them as in `GraphHop`; the best BM25 passage where E_s has no own passage.
+    GraphOwnHop,
 }
 
 /// Passages an entity may be linked to and still start navigation (more: a generic name).
@@ -41,6 +45,7 @@ impl fmt::Display for Retriever {
             Retriever::Dense => "dense",
             Retriever::GraphStart => "graph-start",
             Retriever::GraphHop => "graph-hop",
+            Retriever::GraphOwnHop => "graph-own-hop",
         })
     }
 }
@@ -54,8 +59,9 @@ impl FromStr for Retriever {
             "dense" => Ok(Retriever::Dense),
             "graph-start" => Ok(Retriever::GraphStart),
             "graph-hop" => Ok(Retriever::GraphHop),
+            "graph-own-hop" => Ok(Retriever::GraphOwnHop),
             _ => Err(format!(
-                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start, graph-hop)"
+                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop)"
             )),
         }
     }
@@ -107,15 +113,22 @@ impl Corpus {
         }
         let mut out = match (retriever, ranked.first()) {
             (Retriever::Bm25 | Retriever::Dense | Retriever::GraphStart, _) | (_, None) => ranked,
-            (Retriever::Bm25Hop | Retriever::GraphHop, Some(best)) => {
-                let best = best.clone();
-                let homes = if retriever == Retriever::GraphHop {
-                    self.entity_homes(question, &best)?
+            (Retriever::Bm25Hop | Retriever::GraphHop | Retriever::GraphOwnHop, Some(best)) => {
+                let mut start = Vec::new();
+                if retriever == Retriever::GraphOwnHop {
+                    start = self.own_start(question)?;
+                }
+                if start.is_empty() {
+                    start.push(best.clone());
+                }
+                let first = start[0].clone();
+                let homes = if retriever == Retriever::Bm25Hop {
+                    self.own_passages(question, &first)?
                 } else {
-                    self.own_passages(question, &best)?
+                    self.entity_homes(question, &first)?
                 };
-                let mut order = vec![best];
-                for p in homes.into_iter().chain(ranked) {
+                let mut order: Vec<(String, usize)> = Vec::new();
+                for p in start.into_iter().chain(homes).chain(ranked) {
                     if !order.contains(&p) {
                         order.push(p);
                     }
@@ -154,6 +167,33 @@ impl Corpus {
         Ok(order
             .into_iter()
             .take(HOP_HOMES)
+            .filter_map(|(i, _)| candidates.get(i).cloned())
+            .collect())
+    }
+
+    /// The own passages of E_s (the passages whose title entity is one the question names, not
+    /// generic), best for `question` by BM25 first, at most `OWN_STARTS`.
+    fn own_start(&self, question: &str) -> Result<Vec<(String, usize)>, CorpusError> {
+        let record = super::DocRecord::cooccurrence(&[("", question)]);
+        let mut candidates: Vec<(String, usize)> = Vec::new();
+        for e in record.passages.iter().flatten() {
+            if e.key.chars().count() < MIN_NAME || self.passages_of(&e.key)?.len() > GENERIC_LINKS {
+                continue;
+            }
+            for p in self.homes_of(&e.key)? {
+                if !candidates.contains(&p) {
+                    candidates.push(p);
+                }
+            }
+        }
+        let mut texts = Vec::with_capacity(candidates.len());
+        for (doc, idx) in &candidates {
+            texts.push(self.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
+        }
+        let order = Bm25::new(&texts).rank(question);
+        Ok(order
+            .into_iter()
+            .take(OWN_STARTS)
             .filter_map(|(i, _)| candidates.get(i).cloned())
             .collect())
     }
