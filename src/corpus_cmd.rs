@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::args::{AskArgs, CorpusArgs, CorpusCommand};
-use qrmem::corpus::{Added, Corpus, Retriever};
+use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
 use qrmem::eval::corpus_recall::corpus_recall;
 use qrmem::eval::datasets::load_multihop_raw;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;

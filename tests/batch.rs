@@ -529,6 +529,7 @@ async fn the_api_key_never_reaches_output_logs_cache_or_memories() {
 async fn with_a_corpus_the_questions_are_asked_across_it() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    use qrmem::corpus::CorpusStore;
     let mut corpus = qrmem::corpus::Corpus::open(&d.join("corpus"), 300).unwrap();
     corpus
         .add(

@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use qrmem::corpus::{Added, Corpus, CorpusError, PassageRef, Retriever};
+use qrmem::corpus::{Added, Corpus, CorpusError, CorpusStore, PassageRef, Retriever};
 
 mod common;
 

@@ -17,7 +17,7 @@
 //!   protocol over a corpus is `eval::corpus_recall`.
 //!
 //! **Boundary:** the corpus reads documents as text and knows no method; methods and commands
-//! reach it through [`Corpus`]. **Invariants:** a document is in the database whole or not at
+//! reach it through [`CorpusStore`] (opened as a [`Corpus`]). **Invariants:** a document is in the database whole or not at
 //! all; the assembled entities are a function of the records present (adding A and B and
 //! removing A gives what adding B alone gives); the lexical index answers for the database's
 //! current generation.
@@ -31,7 +31,64 @@ pub use record::{DocRecord, EntityRow, RECORD_KIND};
 pub use retrieve::Retriever;
 pub use store::{Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// A corpus as its writers and readers see it: documents added and removed whole, their
+/// passages, the entities' provenance, BM25 and stored vectors. [`Corpus`] (SQLite and tantivy
+/// in one directory) is the implementation today; a server database (ARCHITECTURE.md, "Past one
+/// host") would be another. Ranking ([`CorpusStore::rank`]) and answering
+/// (`methods::ask_corpus`) reach a corpus only through this trait.
+pub trait CorpusStore {
+    /// Where the corpus lives (for messages).
+    fn location(&self) -> &Path;
+    /// Adds one document in one transaction (a document already present is left as it is).
+    fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError>;
+    /// Removes the documents `which` names (a name or an id prefix) in one transaction,
+    /// re-extracting nothing; returns their ids.
+    fn remove(&mut self, which: &[String]) -> Result<Vec<String>, CorpusError>;
+    /// The id of the one document `which` names.
+    fn resolve(&self, which: &str) -> Result<String, CorpusError>;
+    /// Every document, in the order added.
+    fn list(&self) -> Result<Vec<DocInfo>, CorpusError>;
+    /// Every passage, by document (in the order added) and index.
+    fn all_passages(&self) -> Result<Vec<PassageRow>, CorpusError>;
+    /// One passage.
+    fn passage(&self, doc: &str, idx: usize) -> Result<Option<PassageRow>, CorpusError>;
+    /// Every distinct passage title (as `title_key` writes titles).
+    fn titles(&self) -> Result<Vec<String>, CorpusError>;
+    /// The passages titled `title`.
+    fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError>;
+    /// The entity keys (and names) a passage names.
+    fn entities_of(&self, doc: &str, idx: usize) -> Result<Vec<(String, String)>, CorpusError>;
+    /// The passages that name the entity `key`, in document order.
+    fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError>;
+    /// The passages whose own (title) entity is `key`.
+    fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError>;
+    /// A document's name (None: no such document).
+    fn name_of(&self, doc: &str) -> Result<Option<String>, CorpusError>;
+    /// The `k` best passages for `query` by BM25 over the whole corpus.
+    fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError>;
+    /// The `k` passages whose stored vectors of `embedder`'s model are most similar to the
+    /// query's.
+    fn dense(
+        &self,
+        embedder: &dyn crate::embed::Embedder,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<(PassageRef, f32)>, CorpusError>;
+
+    /// The `k` best passages for `question` by `retriever` (`retrieve.rs`): (document id,
+    /// passage index). The dense retriever needs `embedder`.
+    fn rank(
+        &self,
+        retriever: Retriever,
+        question: &str,
+        k: usize,
+        embedder: Option<&dyn crate::embed::Embedder>,
+    ) -> Result<Vec<PassageRef>, CorpusError> {
+        retrieve::rank(self, retriever, question, k, embedder)
+    }
+}
 
 use thiserror::Error;
 

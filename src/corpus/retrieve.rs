@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Corpus, CorpusError};
+use super::{CorpusError, CorpusStore, PassageRef};
 use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME, OWN_STARTS};
 use crate::text::{occurs_in, Bm25};
 
@@ -71,191 +71,191 @@ impl FromStr for Retriever {
 /// whole corpus, not only from these).
 const POOL: usize = 50;
 
-impl Corpus {
-    /// The `k` best passages for `question` by `retriever`: (document id, passage index).
-    /// The dense retriever needs `embedder`.
-    pub fn rank(
-        &self,
-        retriever: Retriever,
-        question: &str,
-        k: usize,
-        embedder: Option<&dyn crate::embed::Embedder>,
-    ) -> Result<Vec<(String, usize)>, CorpusError> {
-        if retriever == Retriever::Dense {
-            let Some(embedder) = embedder else {
-                return Err(CorpusError::Invalid {
-                    path: self.dir().to_path_buf(),
-                    what: "the dense retriever needs the embedder".into(),
-                });
-            };
-            return Ok(self
-                .dense(embedder, question, k)?
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect());
-        }
-        let ranked: Vec<(String, usize)> = self
-            .lexical_ranking(question, POOL.max(k))?
-            .into_iter()
-            .collect();
-        if retriever == Retriever::GraphStart {
-            let mut out = self.start_passages(question)?;
-            let rank_of =
-                |p: &(String, usize)| ranked.iter().position(|r| r == p).unwrap_or(usize::MAX);
-            out.sort_by_key(|p| rank_of(p));
-            for p in ranked {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
-            out.truncate(k);
-            return Ok(out);
-        }
-        let mut out = match (retriever, ranked.first()) {
-            (Retriever::Bm25 | Retriever::Dense | Retriever::GraphStart, _) | (_, None) => ranked,
-            (Retriever::Bm25Hop | Retriever::GraphHop | Retriever::GraphOwnHop, Some(best)) => {
-                let mut start = Vec::new();
-                if retriever == Retriever::GraphOwnHop {
-                    start = self.own_start(question)?;
-                }
-                if start.is_empty() {
-                    start.push(best.clone());
-                }
-                let first = start[0].clone();
-                let homes = if retriever == Retriever::Bm25Hop {
-                    self.own_passages(question, &first)?
-                } else {
-                    self.entity_homes(question, &first)?
-                };
-                let mut order: Vec<(String, usize)> = Vec::new();
-                for p in start.into_iter().chain(homes).chain(ranked) {
-                    if !order.contains(&p) {
-                        order.push(p);
-                    }
-                }
-                order
-            }
+/// The `k` best passages of `c` for `question` by `retriever`: (document id, passage index).
+/// The dense retriever needs `embedder`.
+pub(super) fn rank<C: CorpusStore + ?Sized>(
+    c: &C,
+    retriever: Retriever,
+    question: &str,
+    k: usize,
+    embedder: Option<&dyn crate::embed::Embedder>,
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    if retriever == Retriever::Dense {
+        let Some(embedder) = embedder else {
+            return Err(CorpusError::Invalid {
+                path: c.location().to_path_buf(),
+                what: "the dense retriever needs the embedder".into(),
+            });
         };
+        return Ok(c
+            .dense(embedder, question, k)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect());
+    }
+    let ranked: Vec<PassageRef> = lexical_ranking(c, question, POOL.max(k))?;
+    if retriever == Retriever::GraphStart {
+        let mut out = start_passages(c, question)?;
+        let rank_of =
+            |p: &(String, usize)| ranked.iter().position(|r| r == p).unwrap_or(usize::MAX);
+        out.sort_by_key(|p| rank_of(p));
+        for p in ranked {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
         out.truncate(k);
-        Ok(out)
+        return Ok(out);
     }
-
-    /// The own passages of the entities `best` names (the memory's entity-passage links: a
-    /// passage whose title entity it is), not `best` itself, best for `question` by BM25 first,
-    /// at most `HOP_HOMES`.
-    fn entity_homes(
-        &self,
-        question: &str,
-        best: &(String, usize),
-    ) -> Result<Vec<(String, usize)>, CorpusError> {
-        let mut candidates: Vec<(String, usize)> = Vec::new();
-        for (key, _) in self.entities_of(&best.0, best.1)? {
-            if key.chars().count() < MIN_NAME {
-                continue;
+    let mut out = match (retriever, ranked.first()) {
+        (Retriever::Bm25 | Retriever::Dense | Retriever::GraphStart, _) | (_, None) => ranked,
+        (Retriever::Bm25Hop | Retriever::GraphHop | Retriever::GraphOwnHop, Some(best)) => {
+            let mut start = Vec::new();
+            if retriever == Retriever::GraphOwnHop {
+                start = own_start(c, question)?;
             }
-            for p in self.homes_of(&key)? {
-                if p != *best && !candidates.contains(&p) {
-                    candidates.push(p);
+            if start.is_empty() {
+                start.push(best.clone());
+            }
+            let first = start[0].clone();
+            let homes = if retriever == Retriever::Bm25Hop {
+                own_passages(c, question, &first)?
+            } else {
+                entity_homes(c, question, &first)?
+            };
+            let mut order: Vec<(String, usize)> = Vec::new();
+            for p in start.into_iter().chain(homes).chain(ranked) {
+                if !order.contains(&p) {
+                    order.push(p);
                 }
             }
+            order
         }
-        let mut texts = Vec::with_capacity(candidates.len());
-        for (doc, idx) in &candidates {
-            texts.push(self.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
-        }
-        let order = Bm25::new(&texts).rank(question);
-        Ok(order
-            .into_iter()
-            .take(HOP_HOMES)
-            .filter_map(|(i, _)| candidates.get(i).cloned())
-            .collect())
-    }
+    };
+    out.truncate(k);
+    Ok(out)
+}
 
-    /// The own passages of E_s (the passages whose title entity is one the question names, not
-    /// generic), best for `question` by BM25 first, at most `OWN_STARTS`.
-    fn own_start(&self, question: &str) -> Result<Vec<(String, usize)>, CorpusError> {
-        let record = super::DocRecord::cooccurrence(&[("", question)]);
-        let mut candidates: Vec<(String, usize)> = Vec::new();
-        for e in record.passages.iter().flatten() {
-            if e.key.chars().count() < MIN_NAME || self.passages_of(&e.key)?.len() > GENERIC_LINKS {
-                continue;
-            }
-            for p in self.homes_of(&e.key)? {
-                if !candidates.contains(&p) {
-                    candidates.push(p);
-                }
+/// The own passages of the entities `best` names (the memory's entity-passage links: a
+/// passage whose title entity it is), not `best` itself, best for `question` by BM25 first,
+/// at most `HOP_HOMES`.
+fn entity_homes<C: CorpusStore + ?Sized>(
+    c: &C,
+    question: &str,
+    best: &(String, usize),
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    let mut candidates: Vec<(String, usize)> = Vec::new();
+    for (key, _) in c.entities_of(&best.0, best.1)? {
+        if key.chars().count() < MIN_NAME {
+            continue;
+        }
+        for p in c.homes_of(&key)? {
+            if p != *best && !candidates.contains(&p) {
+                candidates.push(p);
             }
         }
-        let mut texts = Vec::with_capacity(candidates.len());
-        for (doc, idx) in &candidates {
-            texts.push(self.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
-        }
-        let order = Bm25::new(&texts).rank(question);
-        Ok(order
-            .into_iter()
-            .take(OWN_STARTS)
-            .filter_map(|(i, _)| candidates.get(i).cloned())
-            .collect())
     }
+    let mut texts = Vec::with_capacity(candidates.len());
+    for (doc, idx) in &candidates {
+        texts.push(c.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
+    }
+    let order = Bm25::new(&texts).rank(question);
+    Ok(order
+        .into_iter()
+        .take(HOP_HOMES)
+        .filter_map(|(i, _)| candidates.get(i).cloned())
+        .collect())
+}
 
-    /// The passages of E_s: the entities the question names (by the co-occurrence pass's
-    /// extractor and merge key) that are not generic, each passage once, in document order.
-    fn start_passages(&self, question: &str) -> Result<Vec<(String, usize)>, CorpusError> {
-        let record = super::DocRecord::cooccurrence(&[("", question)]);
-        let mut out: Vec<(String, usize)> = Vec::new();
-        for e in record.passages.iter().flatten() {
-            let linked = self.passages_of(&e.key)?;
-            if linked.len() > GENERIC_LINKS {
-                continue;
-            }
-            for p in linked {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
+/// The own passages of E_s (the passages whose title entity is one the question names, not
+/// generic), best for `question` by BM25 first, at most `OWN_STARTS`.
+fn own_start<C: CorpusStore + ?Sized>(
+    c: &C,
+    question: &str,
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    let record = super::DocRecord::cooccurrence(&[("", question)]);
+    let mut candidates: Vec<(String, usize)> = Vec::new();
+    for e in record.passages.iter().flatten() {
+        if e.key.chars().count() < MIN_NAME || c.passages_of(&e.key)?.len() > GENERIC_LINKS {
+            continue;
+        }
+        for p in c.homes_of(&e.key)? {
+            if !candidates.contains(&p) {
+                candidates.push(p);
             }
         }
-        Ok(out)
     }
-
-    fn lexical_ranking(
-        &self,
-        question: &str,
-        k: usize,
-    ) -> Result<Vec<(String, usize)>, CorpusError> {
-        Ok(self
-            .search(question, k)?
-            .into_iter()
-            .map(|h| (h.doc, h.idx))
-            .collect())
+    let mut texts = Vec::with_capacity(candidates.len());
+    for (doc, idx) in &candidates {
+        texts.push(c.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
     }
+    let order = Bm25::new(&texts).rank(question);
+    Ok(order
+        .into_iter()
+        .take(OWN_STARTS)
+        .filter_map(|(i, _)| candidates.get(i).cloned())
+        .collect())
+}
 
-    /// The own passages of the titles `best` names as whole words (titles of at least
-    /// `MIN_NAME` characters, not its own), best for `question` by BM25 first, at most
-    /// `HOP_HOMES`.
-    fn own_passages(
-        &self,
-        question: &str,
-        best: &(String, usize),
-    ) -> Result<Vec<(String, usize)>, CorpusError> {
-        let Some(passage) = self.passage(&best.0, best.1)? else {
-            return Ok(Vec::new());
-        };
-        let body = passage.text.to_lowercase();
-        let own = title_key(&passage.title);
-        let mut candidates = Vec::new();
-        for title in self.titles()? {
-            if title == own || title.chars().count() < MIN_NAME || !occurs_in(&body, &title) {
-                continue;
-            }
-            candidates.extend(self.titled(&title)?);
+/// The passages of E_s: the entities the question names (by the co-occurrence pass's
+/// extractor and merge key) that are not generic, each passage once, in document order.
+fn start_passages<C: CorpusStore + ?Sized>(
+    c: &C,
+    question: &str,
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    let record = super::DocRecord::cooccurrence(&[("", question)]);
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for e in record.passages.iter().flatten() {
+        let linked = c.passages_of(&e.key)?;
+        if linked.len() > GENERIC_LINKS {
+            continue;
         }
-        candidates.retain(|p| (p.doc.as_str(), p.idx) != (best.0.as_str(), best.1));
-        let texts: Vec<&str> = candidates.iter().map(|p| p.text.as_str()).collect();
-        let order = Bm25::new(&texts).rank(question);
-        Ok(order
-            .into_iter()
-            .take(HOP_HOMES)
-            .filter_map(|(i, _)| candidates.get(i).map(|p| (p.doc.clone(), p.idx)))
-            .collect())
+        for p in linked {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
     }
+    Ok(out)
+}
+
+fn lexical_ranking<C: CorpusStore + ?Sized>(
+    c: &C,
+    question: &str,
+    k: usize,
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    Ok(c.search(question, k)?
+        .into_iter()
+        .map(|h| (h.doc, h.idx))
+        .collect())
+}
+
+/// The own passages of the titles `best` names as whole words (titles of at least
+/// `MIN_NAME` characters, not its own), best for `question` by BM25 first, at most
+/// `HOP_HOMES`.
+fn own_passages<C: CorpusStore + ?Sized>(
+    c: &C,
+    question: &str,
+    best: &(String, usize),
+) -> Result<Vec<(String, usize)>, CorpusError> {
+    let Some(passage) = c.passage(&best.0, best.1)? else {
+        return Ok(Vec::new());
+    };
+    let body = passage.text.to_lowercase();
+    let own = title_key(&passage.title);
+    let mut candidates = Vec::new();
+    for title in c.titles()? {
+        if title == own || title.chars().count() < MIN_NAME || !occurs_in(&body, &title) {
+            continue;
+        }
+        candidates.extend(c.titled(&title)?);
+    }
+    candidates.retain(|p| (p.doc.as_str(), p.idx) != (best.0.as_str(), best.1));
+    let texts: Vec<&str> = candidates.iter().map(|p| p.text.as_str()).collect();
+    let order = Bm25::new(&texts).rank(question);
+    Ok(order
+        .into_iter()
+        .take(HOP_HOMES)
+        .filter_map(|(i, _)| candidates.get(i).map(|p| (p.doc.clone(), p.idx)))
+        .collect())
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::lexical::Lexical;
 use super::record::{DocRecord, RECORD_KIND, RECORD_SETTINGS};
-use super::CorpusError;
+use super::{CorpusError, CorpusStore};
 use crate::text::passages::{passages, title_key};
 
 const FORMAT: &str = "qrmem-corpus";
@@ -229,18 +229,6 @@ impl Corpus {
         Ok(true)
     }
 
-    /// Adds a document named `name` (its passages, its extraction record and the provenance
-    /// rows assembled from it) in one transaction, then indexes its passages. A text already
-    /// in the corpus changes nothing.
-    pub fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError> {
-        let (added, rows) = self.store(name, text)?;
-        if !rows.is_empty() {
-            let generation = self.generation()?;
-            self.lexical.apply(false, &[], &rows, generation)?;
-        }
-        Ok(added)
-    }
-
     /// Adds several documents, each in its own transaction (an interrupted call keeps the
     /// documents it finished, and a second call skips them), then indexes all their passages in
     /// one commit; `progress` is called after each document with its name and outcome.
@@ -386,125 +374,6 @@ impl Corpus {
         Ok((Added::New { id, passages }, add))
     }
 
-    /// Removes the documents `which` names (a name, or a prefix of an id), each with its
-    /// passages, record and provenance rows, in one transaction; nothing is re-extracted.
-    /// Returns the ids removed. An unknown or ambiguous name removes nothing.
-    pub fn remove(&mut self, which: &[String]) -> Result<Vec<String>, CorpusError> {
-        let mut ids = Vec::new();
-        for w in which {
-            let id = self.resolve(w)?;
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        if ids.is_empty() {
-            return Ok(ids);
-        }
-        let generation = self.generation()? + 1;
-        let path = self.dir.join("corpus.sqlite");
-        let e = |source| CorpusError::Db {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .db
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(e)?;
-        for id in &ids {
-            tx.execute("DELETE FROM documents WHERE id = ?1", [id])
-                .map_err(e)?;
-        }
-        tx.execute(
-            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
-            [generation.to_string()],
-        )
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
-        self.lexical.apply(false, &ids, &[], generation)?;
-        Ok(ids)
-    }
-
-    /// The id of the one document named `which` (its name, or a prefix of its id).
-    pub fn resolve(&self, which: &str) -> Result<String, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare("SELECT id, name FROM documents WHERE name = ?1 OR id LIKE ?2 ORDER BY seq")
-            .map_err(|x| self.db_err(x))?;
-        let prefix = format!("{}%", which.replace(['%', '_'], ""));
-        let found: Vec<(String, String)> = stmt
-            .query_map(params![which, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|x| self.db_err(x))?;
-        match found.as_slice() {
-            [] => Err(CorpusError::NoDocument(which.to_string())),
-            [(id, _)] => Ok(id.clone()),
-            many => Err(CorpusError::Ambiguous(
-                which.to_string(),
-                many.iter()
-                    .map(|(id, n)| format!("{} ({n})", &id[..12.min(id.len())]))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )),
-        }
-    }
-
-    /// Every document, in the order added.
-    pub fn list(&self) -> Result<Vec<DocInfo>, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare(
-                "SELECT d.id, d.name, d.bytes,
-                   (SELECT COUNT(*) FROM passages p WHERE p.doc = d.id),
-                   (SELECT COUNT(DISTINCT entity) FROM mentions m WHERE m.doc = d.id)
-                 FROM documents d ORDER BY d.seq",
-            )
-            .map_err(|x| self.db_err(x))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(DocInfo {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    bytes: r.get::<_, i64>(2)? as usize,
-                    passages: r.get::<_, i64>(3)? as usize,
-                    entities: r.get::<_, i64>(4)? as usize,
-                })
-            })
-            .and_then(|rows| rows.collect())
-            .map_err(|x| self.db_err(x))?;
-        Ok(rows)
-    }
-
-    /// Every passage, by document (in the order added) and index.
-    pub fn all_passages(&self) -> Result<Vec<PassageRow>, CorpusError> {
-        self.passages_where("1 = 1", params![])
-    }
-
-    /// The passages titled `title` (as `title_key` writes titles).
-    pub fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError> {
-        self.passages_where("p.title = ?1", params![title])
-    }
-
-    /// Every distinct passage title.
-    pub fn titles(&self) -> Result<Vec<String>, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare("SELECT DISTINCT title FROM passages ORDER BY title")
-            .map_err(|x| self.db_err(x))?;
-        let rows = stmt
-            .query_map([], |r| r.get(0))
-            .and_then(|rows| rows.collect())
-            .map_err(|x| self.db_err(x))?;
-        Ok(rows)
-    }
-
-    /// One passage.
-    pub fn passage(&self, doc: &str, idx: usize) -> Result<Option<PassageRow>, CorpusError> {
-        Ok(self
-            .passages_where("p.doc = ?1 AND p.idx = ?2", params![doc, idx as i64])?
-            .into_iter()
-            .next())
-    }
-
     fn passages_where(
         &self,
         condition: &str,
@@ -529,31 +398,6 @@ impl Corpus {
         Ok(rows)
     }
 
-    /// The entity keys a passage names (its provenance rows).
-    pub fn entities_of(&self, doc: &str, idx: usize) -> Result<Vec<(String, String)>, CorpusError> {
-        let mut stmt = self
-            .db
-            .prepare(
-                "SELECT entity, name FROM mentions WHERE doc = ?1 AND idx = ?2 ORDER BY entity",
-            )
-            .map_err(|x| self.db_err(x))?;
-        let rows = stmt
-            .query_map(params![doc, idx as i64], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|x| self.db_err(x))?;
-        Ok(rows)
-    }
-
-    /// The passages that name the entity `key` (its provenance rows), in document order.
-    pub fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
-        self.mentions_where("m.entity = ?1", key)
-    }
-
-    /// The passages whose own entity (their title, as the record names it) is `key`.
-    pub fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
-        self.mentions_where("m.entity = ?1 AND m.kind = 'title'", key)
-    }
-
     /// The passages of the provenance rows meeting `condition` (on `mentions m`, with `key` as
     /// ?1), each once, in document order.
     fn mentions_where(&self, condition: &str, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
@@ -567,16 +411,6 @@ impl Corpus {
             .and_then(|rows| rows.collect())
             .map_err(|x| self.db_err(x))?;
         Ok(rows)
-    }
-
-    /// A document's name (None: no such document).
-    pub fn name_of(&self, doc: &str) -> Result<Option<String>, CorpusError> {
-        self.db
-            .query_row("SELECT name FROM documents WHERE id = ?1", [doc], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|x| self.db_err(x))
     }
 
     /// The assembled entities: each key with the passages naming it (document id, passage),
@@ -596,26 +430,6 @@ impl Corpus {
                 Some((k, v)) if *k == key => v.push((doc, idx as usize)),
                 _ => out.push((key, vec![(doc, idx as usize)])),
             }
-        }
-        Ok(out)
-    }
-
-    /// The `k` best passages for `query` by BM25 over the whole corpus.
-    pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
-        let mut out = Vec::new();
-        for (doc, idx, score) in self.lexical.search(query, k)? {
-            let name = self.name_of(&doc)?.unwrap_or_default();
-            // A passage removed since the index's last commit is not shown.
-            let Some(text) = self.passage(&doc, idx)?.map(|p| p.text) else {
-                continue;
-            };
-            out.push(Hit {
-                doc,
-                name,
-                idx,
-                score,
-                text,
-            });
         }
         Ok(out)
     }
@@ -666,9 +480,236 @@ impl Corpus {
         Ok(total)
     }
 
+    /// What `qrmem inspect DIR` prints: the counts, the index's state and the `top` entities
+    /// linked to the most passages, with how many documents name them.
+    pub fn describe(&self, top: usize) -> Result<String, CorpusError> {
+        let docs = self.list()?;
+        let passages: usize = docs.iter().map(|d| d.passages).sum();
+        let bytes: usize = docs.iter().map(|d| d.bytes).sum();
+        let entities = self.entities()?;
+        let generation = self.generation()?;
+        let mut out = format!(
+            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {RECORD_KIND}, {RECORD_SETTINGS})\n  generation {generation}; lexical index: {} passages{}\n",
+            self.dir.display(),
+            docs.len(),
+            entities.len(),
+            self.indexed(),
+            if self.indexed() as usize == passages { "" } else { " (lags: repaired when the writer opens the corpus)" }
+        );
+        let mut by_links: Vec<&(String, Vec<PassageRef>)> = entities.iter().collect();
+        by_links.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+        out.push_str(&format!("top {top} entities by passages (documents):\n"));
+        for (key, links) in by_links.into_iter().take(top) {
+            let docs: std::collections::BTreeSet<&String> = links.iter().map(|(d, _)| d).collect();
+            out.push_str(&format!("  {key}: {} ({})\n", links.len(), docs.len()));
+        }
+        Ok(out)
+    }
+
+    /// Passages in the lexical index (equal to the database's once the corpus is open).
+    pub fn indexed(&self) -> u64 {
+        self.lexical.len()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl CorpusStore for Corpus {
+    fn location(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Adds a document named `name` (its passages, its extraction record and the provenance
+    /// rows assembled from it) in one transaction, then indexes its passages. A text already
+    /// in the corpus changes nothing.
+    fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError> {
+        let (added, rows) = self.store(name, text)?;
+        if !rows.is_empty() {
+            let generation = self.generation()?;
+            self.lexical.apply(false, &[], &rows, generation)?;
+        }
+        Ok(added)
+    }
+
+    /// Removes the documents `which` names (a name, or a prefix of an id), each with its
+    /// passages, record and provenance rows, in one transaction; nothing is re-extracted.
+    /// Returns the ids removed. An unknown or ambiguous name removes nothing.
+    fn remove(&mut self, which: &[String]) -> Result<Vec<String>, CorpusError> {
+        let mut ids = Vec::new();
+        for w in which {
+            let id = self.resolve(w)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            return Ok(ids);
+        }
+        let generation = self.generation()? + 1;
+        let path = self.dir.join("corpus.sqlite");
+        let e = |source| CorpusError::Db {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(e)?;
+        for id in &ids {
+            tx.execute("DELETE FROM documents WHERE id = ?1", [id])
+                .map_err(e)?;
+        }
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+            [generation.to_string()],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        self.lexical.apply(false, &ids, &[], generation)?;
+        Ok(ids)
+    }
+
+    /// The id of the one document named `which` (its name, or a prefix of its id).
+    fn resolve(&self, which: &str) -> Result<String, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT id, name FROM documents WHERE name = ?1 OR id LIKE ?2 ORDER BY seq")
+            .map_err(|x| self.db_err(x))?;
+        let prefix = format!("{}%", which.replace(['%', '_'], ""));
+        let found: Vec<(String, String)> = stmt
+            .query_map(params![which, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        match found.as_slice() {
+            [] => Err(CorpusError::NoDocument(which.to_string())),
+            [(id, _)] => Ok(id.clone()),
+            many => Err(CorpusError::Ambiguous(
+                which.to_string(),
+                many.iter()
+                    .map(|(id, n)| format!("{} ({n})", &id[..12.min(id.len())]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+
+    /// Every document, in the order added.
+    fn list(&self) -> Result<Vec<DocInfo>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT d.id, d.name, d.bytes,
+                   (SELECT COUNT(*) FROM passages p WHERE p.doc = d.id),
+                   (SELECT COUNT(DISTINCT entity) FROM mentions m WHERE m.doc = d.id)
+                 FROM documents d ORDER BY d.seq",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(DocInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    bytes: r.get::<_, i64>(2)? as usize,
+                    passages: r.get::<_, i64>(3)? as usize,
+                    entities: r.get::<_, i64>(4)? as usize,
+                })
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// Every passage, by document (in the order added) and index.
+    fn all_passages(&self) -> Result<Vec<PassageRow>, CorpusError> {
+        self.passages_where("1 = 1", params![])
+    }
+
+    /// The passages titled `title` (as `title_key` writes titles).
+    fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError> {
+        self.passages_where("p.title = ?1", params![title])
+    }
+
+    /// Every distinct passage title.
+    fn titles(&self) -> Result<Vec<String>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT DISTINCT title FROM passages ORDER BY title")
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// One passage.
+    fn passage(&self, doc: &str, idx: usize) -> Result<Option<PassageRow>, CorpusError> {
+        Ok(self
+            .passages_where("p.doc = ?1 AND p.idx = ?2", params![doc, idx as i64])?
+            .into_iter()
+            .next())
+    }
+
+    /// The entity keys a passage names (its provenance rows).
+    fn entities_of(&self, doc: &str, idx: usize) -> Result<Vec<(String, String)>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT entity, name FROM mentions WHERE doc = ?1 AND idx = ?2 ORDER BY entity",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map(params![doc, idx as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
+    /// The passages that name the entity `key` (its provenance rows), in document order.
+    fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        self.mentions_where("m.entity = ?1", key)
+    }
+
+    /// The passages whose own entity (their title, as the record names it) is `key`.
+    fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
+        self.mentions_where("m.entity = ?1 AND m.kind = 'title'", key)
+    }
+
+    /// A document's name (None: no such document).
+    fn name_of(&self, doc: &str) -> Result<Option<String>, CorpusError> {
+        self.db
+            .query_row("SELECT name FROM documents WHERE id = ?1", [doc], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|x| self.db_err(x))
+    }
+
+    /// The `k` best passages for `query` by BM25 over the whole corpus.
+    fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
+        let mut out = Vec::new();
+        for (doc, idx, score) in self.lexical.search(query, k)? {
+            let name = self.name_of(&doc)?.unwrap_or_default();
+            // A passage removed since the index's last commit is not shown.
+            let Some(text) = self.passage(&doc, idx)?.map(|p| p.text) else {
+                continue;
+            };
+            out.push(Hit {
+                doc,
+                name,
+                idx,
+                score,
+                text,
+            });
+        }
+        Ok(out)
+    }
+
     /// The `k` passages whose stored vectors of `embedder`'s model are most similar (cosine)
     /// to the query's; passages without a vector are not ranked (see [`Corpus::embed_missing`]).
-    pub fn dense(
+    fn dense(
         &self,
         embedder: &dyn crate::embed::Embedder,
         query: &str,
@@ -718,41 +759,6 @@ impl Corpus {
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(k);
         Ok(scored)
-    }
-
-    /// What `qrmem inspect DIR` prints: the counts, the index's state and the `top` entities
-    /// linked to the most passages, with how many documents name them.
-    pub fn describe(&self, top: usize) -> Result<String, CorpusError> {
-        let docs = self.list()?;
-        let passages: usize = docs.iter().map(|d| d.passages).sum();
-        let bytes: usize = docs.iter().map(|d| d.bytes).sum();
-        let entities = self.entities()?;
-        let generation = self.generation()?;
-        let mut out = format!(
-            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {RECORD_KIND}, {RECORD_SETTINGS})\n  generation {generation}; lexical index: {} passages{}\n",
-            self.dir.display(),
-            docs.len(),
-            entities.len(),
-            self.indexed(),
-            if self.indexed() as usize == passages { "" } else { " (lags: repaired when the writer opens the corpus)" }
-        );
-        let mut by_links: Vec<&(String, Vec<PassageRef>)> = entities.iter().collect();
-        by_links.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-        out.push_str(&format!("top {top} entities by passages (documents):\n"));
-        for (key, links) in by_links.into_iter().take(top) {
-            let docs: std::collections::BTreeSet<&String> = links.iter().map(|(d, _)| d).collect();
-            out.push_str(&format!("  {key}: {} ({})\n", links.len(), docs.len()));
-        }
-        Ok(out)
-    }
-
-    /// Passages in the lexical index (equal to the database's once the corpus is open).
-    pub fn indexed(&self) -> u64 {
-        self.lexical.len()
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 

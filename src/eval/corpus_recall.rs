@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::datasets::MultiHopRaw;
 use super::paired::{interval, Interval};
-use crate::corpus::{Corpus, CorpusError, Retriever};
+use crate::corpus::{Corpus, CorpusError, CorpusStore, Retriever};
 
 /// What the protocol measured.
 #[derive(Clone, Debug, Serialize)]

@@ -5,7 +5,7 @@
 use crate::answer::{
     answer_step, option_letter, with_options, AnswerError, Answered, Trace, Window,
 };
-use crate::corpus::{Corpus, CorpusError, Retriever};
+use crate::corpus::{CorpusError, CorpusStore, Retriever};
 use crate::prompts::PromptId;
 use crate::text::count_tokens;
 
@@ -30,7 +30,7 @@ pub enum AcrossError {
 /// `context_tokens` tokens (and the answer prompt's room in the configured window).
 pub async fn ask_corpus(
     ctx: &Runtime<'_>,
-    corpus: &Corpus,
+    corpus: &dyn CorpusStore,
     question: &str,
     options: &[String],
     retriever: Retriever,
@@ -44,7 +44,7 @@ pub async fn ask_corpus(
     let embedder = (retriever == Retriever::Dense).then_some(ctx.embedder);
     let ranked = corpus.rank(retriever, &q, CANDIDATES, embedder)?;
     if ranked.is_empty() && corpus.all_passages()?.is_empty() {
-        return Err(AcrossError::Empty(corpus.dir().display().to_string()));
+        return Err(AcrossError::Empty(corpus.location().display().to_string()));
     }
     let room = Window::of(&ctx.config.navigate)
         .room(ctx.prompts, PromptId::Answer, &q)
