@@ -157,6 +157,31 @@ pub(crate) enum CorpusCommand {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// QA over the corpus: the first questions of a multi-hop dev file (their file's
+    /// paragraphs added as `recall` adds them) answered by the LLM from the passages each
+    /// retriever ranks best; writes OUT/results.jsonl (a line per question and retriever, as
+    /// each finishes; a second run answers only what is missing) and OUT/report.md (EM, F1,
+    /// the gold paragraphs shown, F1 paired with the first retriever).
+    Qa {
+        /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
+        #[arg(long = "in", value_name = "FILE")]
+        input: PathBuf,
+        /// Which dataset the file holds: hotpotqa, 2wiki or musique.
+        #[arg(long, default_value = "hotpotqa")]
+        dataset: String,
+        /// Only the first N questions (every paragraph of the file is in the corpus).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Comma-separated retrievers; the first is the one the others are paired with.
+        #[arg(long, default_value = "bm25,bm25-hop,graph-own-hop")]
+        retrievers: String,
+        /// Tokens of passages in each answer prompt.
+        #[arg(long, default_value_t = 400)]
+        context_tokens: usize,
+        /// The run directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]

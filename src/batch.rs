@@ -638,7 +638,8 @@ async fn answer_across(
                 cj.retriever,
                 cj.context_tokens,
             )
-            .await;
+            .await
+            .map(|a| a.trace);
             let (cost, wall_secs) = scope.spent();
             let sources = outcome
                 .as_ref()

@@ -6,11 +6,12 @@ use anyhow::{bail, Context, Result};
 
 use crate::args::{AskArgs, CorpusArgs, CorpusCommand};
 use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
-use qrmem::eval::corpus_recall::corpus_recall;
+use qrmem::eval::corpus_qa::corpus_qa;
+use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall};
 use qrmem::eval::datasets::load_multihop_raw;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
 
-pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
+pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
     let dir = args
         .corpus
         .clone()
@@ -144,7 +145,104 @@ pub(crate) fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
                 write_json(path, &report)?;
             }
         }
+        CorpusCommand::Qa {
+            input,
+            dataset,
+            limit,
+            retrievers,
+            context_tokens,
+            out,
+        } => {
+            qa(
+                config,
+                &dir,
+                input,
+                dataset,
+                *limit,
+                retrievers,
+                *context_tokens,
+                out,
+            )
+            .await?
+        }
     }
+    Ok(())
+}
+
+/// `qrmem corpus qa`: the first `limit` questions of `input` answered across the corpus.
+#[allow(clippy::too_many_arguments)]
+async fn qa(
+    config: &qrmem::Config,
+    dir: &Path,
+    input: &Path,
+    dataset: &str,
+    limit: Option<usize>,
+    retrievers: &str,
+    context_tokens: usize,
+    out: &Path,
+) -> Result<()> {
+    let retrievers: Vec<Retriever> = retrievers
+        .split(',')
+        .map(|r| r.trim().parse())
+        .collect::<Result<_, String>>()
+        .map_err(anyhow::Error::msg)?;
+    if retrievers.contains(&Retriever::Dense) {
+        bail!("corpus qa: the dense retriever is not offered here (its vectors take long to embed); use corpus recall for it");
+    }
+    let mut items = load_multihop_raw(dataset, input)?;
+    let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
+    let bar = qrmem::progress::count_bar(0, "");
+    add_paragraphs(&items, &mut corpus, |what, done, total| {
+        bar.set_length(total as u64);
+        bar.set_message(what.to_string());
+        bar.set_position(done as u64);
+    })?;
+    items.truncate(limit.unwrap_or(items.len()));
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let prompts = qrmem::prompts::Prompts::load()?;
+    let svc = qrmem::llm::Service::from_config(config)?;
+    let embedder = qrmem::embed::Unavailable {
+        reason: "the lexical and graph retrievers use no embedder".into(),
+    };
+    let rt = qrmem::methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &embedder,
+        config,
+    };
+    bar.set_position(0);
+    bar.set_message("answering");
+    let report = corpus_qa(
+        &rt,
+        dataset,
+        &items,
+        &corpus,
+        &retrievers,
+        context_tokens,
+        config.llm.concurrency,
+        &out.join("results.jsonl"),
+        |line, done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(format!(
+                "{} {}: f1 {:.2}{}",
+                line.retriever,
+                line.item,
+                line.f1,
+                line.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ));
+        },
+    )
+    .await?;
+    bar.finish_and_clear();
+    let md = report.to_markdown();
+    std::fs::write(out.join("report.md"), &md)
+        .with_context(|| format!("writing {}", out.join("report.md").display()))?;
+    write_json(&out.join("report.json"), &report)?;
+    println!("{md}");
     Ok(())
 }
 
@@ -214,7 +312,8 @@ pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> R
         retriever,
         args.context_tokens,
     )
-    .await?;
+    .await?
+    .trace;
     if let Some(path) = &args.trace {
         write_json(path, &trace)?;
     }

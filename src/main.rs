@@ -412,7 +412,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Corpus(args) => corpus_cmd::run(&config, args).map(|()| ExitCode::SUCCESS),
+        Command::Corpus(args) => corpus_cmd::run(&config, args)
+            .await
+            .map(|()| ExitCode::SUCCESS),
         Command::Config => {
             outln!("# source: {source}\n{}", config.to_toml()?);
             Ok(ExitCode::SUCCESS)

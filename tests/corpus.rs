@@ -317,9 +317,12 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
         config: &config,
     };
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
-    let trace = qrmem::methods::ask_corpus(&ctx, &c, q, &[], Retriever::Bm25Hop, 60)
+    let answered = qrmem::methods::ask_corpus(&ctx, &c, q, &[], Retriever::Bm25Hop, 60)
         .await
         .unwrap();
+    let trace = answered.trace;
+    let (a_id, b_id) = (c.resolve("a.txt").unwrap(), c.resolve("b.txt").unwrap());
+    assert_eq!(answered.passages, [(a_id, 0), (b_id, 0)]);
     assert_eq!(trace.answer, "4,613");
     assert_eq!(trace.method, "corpus-bm25-hop-passages60");
     let prompt = llm.received()[0].messages.last().unwrap().content.clone();
@@ -345,7 +348,8 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
     let e = open(empty.path());
     let err = qrmem::methods::ask_corpus(&ctx, &e, q, &[], Retriever::Bm25, 60)
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("no passages"), "{err}");
 }
 
@@ -418,4 +422,67 @@ fn a_record_of_older_settings_is_extracted_again_when_its_document_is_added_agai
         .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
         .unwrap();
     assert_eq!(records, 2);
+}
+
+/// `corpus qa` over real HotpotQA items with a scripted answerer that always answers the first
+/// item's gold answer: every (question, retriever) pair gets one journal line with its F1 by
+/// HotpotQA's metric and the gold paragraphs its prompt showed; a second run asks nothing.
+#[tokio::test]
+async fn corpus_qa_scores_every_pair_once_and_resumes() {
+    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use std::sync::Arc;
+    let Some(path) = common::shared_data("hotpotqa/hotpot_dev_distractor_dev500.json") else {
+        return;
+    };
+    let mut items = qrmem::eval::datasets::load_multihop_raw("hotpotqa", &path).unwrap();
+    items.truncate(3);
+    let gold = items[0].answers[0].clone();
+    let reply = format!(r#"{{"reasoning": "r", "answer": "{gold}"}}"#);
+    let llm =
+        Arc::new(ScriptedLlm::new([]).with_responder(move |_| Scripted::Reply(reply.clone())));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let config = qrmem::Config::default();
+    let rt = qrmem::methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &common::bow::Bow,
+        config: &config,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(&dir.path().join("corpus"));
+    qrmem::eval::corpus_recall::add_paragraphs(&items, &mut c, |_, _, _| {}).unwrap();
+    let journal = dir.path().join("results.jsonl");
+    let retrievers = [Retriever::Bm25, Retriever::GraphOwnHop];
+    let run = || {
+        qrmem::eval::corpus_qa::corpus_qa(
+            &rt,
+            "hotpotqa",
+            &items,
+            &c,
+            &retrievers,
+            400,
+            2,
+            &journal,
+            |_, _, _| {},
+        )
+    };
+    let report = run().await.unwrap();
+    assert_eq!(llm.received().len(), 6);
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        6
+    );
+    for row in &report.rows {
+        assert_eq!((row.questions, row.failures), (3, 0));
+        // The first item's answer is right for it alone (the others' answers differ).
+        assert!(row.f1 >= 100.0 / 3.0 - 1e-9 && row.f1 < 100.0, "{row:?}");
+        assert!((0.0..=100.0).contains(&row.gold_recall));
+    }
+    assert!(report.rows[0].f1_against_first.is_none());
+    assert!(report.rows[1].f1_against_first.is_some());
+    let again = run().await.unwrap();
+    assert_eq!(llm.received().len(), 6, "a second run asks nothing");
+    assert_eq!(again.rows[1].f1, report.rows[1].f1);
+    assert!(again.to_markdown().contains("| graph-own-hop | 3 | 0 |"));
 }

@@ -64,30 +64,18 @@ pub fn paragraph_document(title: &str, sentences: &[String]) -> String {
     format!("{title}\n{}", sentences.concat().trim())
 }
 
-/// Adds every paragraph of `items` to `corpus` (already present ones are skipped, so a second
-/// run adds nothing), calling `progress` after each item; then ranks every question with each
-/// retriever and measures recall@2 and @5 at document grain.
-pub fn corpus_recall(
-    dataset: &str,
+/// Adds every paragraph of `items` to `corpus`, each one document (already present ones are
+/// skipped, so a second call adds nothing), calling `progress` every hundred.
+pub fn add_paragraphs(
     items: &[MultiHopRaw],
     corpus: &mut Corpus,
-    retrievers: &[Retriever],
-    embedder: Option<&dyn crate::embed::Embedder>,
     mut progress: impl FnMut(&str, usize, usize),
-) -> Result<CorpusRecall, CorpusError> {
-    let mut docs: Vec<(String, String)> = Vec::new();
-    let mut golds: Vec<BTreeSet<String>> = Vec::with_capacity(items.len());
-    for item in items {
-        let gold_paragraphs: BTreeSet<usize> = item.gold.iter().map(|&(p, _)| p).collect();
-        let mut gold = BTreeSet::new();
-        for (p, (title, sentences)) in item.paragraphs.iter().enumerate() {
-            if gold_paragraphs.contains(&p) {
-                gold.insert(paragraph_id(title, sentences));
-            }
-            docs.push((title.clone(), paragraph_document(title, sentences)));
-        }
-        golds.push(gold);
-    }
+) -> Result<(), CorpusError> {
+    let docs: Vec<(String, String)> = items
+        .iter()
+        .flat_map(|item| item.paragraphs.iter())
+        .map(|(title, sentences)| (title.clone(), paragraph_document(title, sentences)))
+        .collect();
     let total = docs.len();
     let mut done = 0;
     corpus.add_all(docs, |_, _| {
@@ -96,6 +84,30 @@ pub fn corpus_recall(
             progress("adding paragraphs", done, total);
         }
     })?;
+    Ok(())
+}
+
+/// The ids of a question's gold paragraphs (as the corpus names them).
+pub fn gold_paragraphs(item: &MultiHopRaw) -> BTreeSet<String> {
+    let gold: BTreeSet<usize> = item.gold.iter().map(|&(p, _)| p).collect();
+    gold.into_iter()
+        .filter_map(|p| item.paragraphs.get(p))
+        .map(|(title, sentences)| paragraph_id(title, sentences))
+        .collect()
+}
+
+/// Adds every paragraph of `items` to `corpus` ([`add_paragraphs`]); then ranks every
+/// question with each retriever and measures recall@2 and @5 at document grain.
+pub fn corpus_recall(
+    dataset: &str,
+    items: &[MultiHopRaw],
+    corpus: &mut Corpus,
+    retrievers: &[Retriever],
+    embedder: Option<&dyn crate::embed::Embedder>,
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<CorpusRecall, CorpusError> {
+    add_paragraphs(items, corpus, &mut progress)?;
+    let golds: Vec<BTreeSet<String>> = items.iter().map(gold_paragraphs).collect();
     if let (true, Some(embedder)) = (retrievers.contains(&Retriever::Dense), embedder) {
         corpus.embed_missing(embedder, 64, |done, total| {
             progress("embedding passages", done, total)

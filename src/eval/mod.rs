@@ -4,6 +4,7 @@
 pub mod backfill;
 pub mod compare;
 pub mod contexts;
+pub mod corpus_qa;
 pub mod corpus_recall;
 pub mod datasets;
 pub mod evidence;

@@ -5,7 +5,7 @@
 use crate::answer::{
     answer_step, option_letter, with_options, AnswerError, Answered, Trace, Window,
 };
-use crate::corpus::{CorpusError, CorpusStore, Retriever};
+use crate::corpus::{CorpusError, CorpusStore, PassageRef, Retriever};
 use crate::prompts::PromptId;
 use crate::text::count_tokens;
 
@@ -25,6 +25,13 @@ pub enum AcrossError {
     Empty(String),
 }
 
+/// A question answered across a corpus: the trace, and the passages its answer prompt showed
+/// (document id, passage index), in the order shown.
+pub struct CorpusAnswer {
+    pub trace: Trace,
+    pub passages: Vec<PassageRef>,
+}
+
 /// Answers `question` (with `options`: multiple choice) from the passages `retriever` ranks
 /// best across `corpus`, in rank order, each under its document's name, within
 /// `context_tokens` tokens (and the answer prompt's room in the configured window).
@@ -35,7 +42,7 @@ pub async fn ask_corpus(
     options: &[String],
     retriever: Retriever,
     context_tokens: usize,
-) -> Result<Trace, AcrossError> {
+) -> Result<CorpusAnswer, AcrossError> {
     if question.trim().is_empty() {
         return Err(AnswerError::EmptyQuestion.into());
     }
@@ -56,6 +63,7 @@ pub async fn ask_corpus(
     };
     let mut blocks = Vec::new();
     let mut shown = Vec::new();
+    let mut passages = Vec::new();
     let mut used = 0;
     for (doc, idx) in ranked {
         let Some(p) = corpus.passage(&doc, idx)? else {
@@ -70,6 +78,7 @@ pub async fn ask_corpus(
         used += cost;
         blocks.push(block);
         shown.push(format!("{name}#{idx}"));
+        passages.push((doc, idx));
     }
     let text = blocks.join("\n\n");
     let note = format!(
@@ -97,5 +106,5 @@ pub async fn ask_corpus(
         ..Trace::default()
     };
     trace.set_cost(&before, &after);
-    Ok(trace)
+    Ok(CorpusAnswer { trace, passages })
 }
