@@ -32,8 +32,8 @@ pub use method::{answer as run, Method, MethodSpec, Recorded};
 pub use registry::method_names;
 pub use scope::{ask_scoped, Asked, Scope};
 pub use spec::{
-    load_prepared, open, prepare, prepare_with, save, MemoryKind, MethodError, Prepared, Runtime,
-    Tuning,
+    load_prepared, open, prepare, prepare_with, save, MemoryFormat, MemoryKind, MethodError,
+    Prepared, Runtime, Tuning,
 };
 pub use store::{MemoryDir, Origin};
 

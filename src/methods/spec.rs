@@ -236,79 +236,226 @@ pub enum Prepared {
     Garlic(Box<Garlic>),
 }
 
-impl Prepared {
-    /// The kind of this memory: written in the file; in a graph memory written before it was,
-    /// read from its build parameters.
-    pub fn kind(&self) -> MemoryKind {
-        match self {
-            Prepared::Graph(m) if m.kind.is_some() => m
-                .kind
-                .as_deref()
-                .and_then(MemoryKind::from_name)
-                .unwrap_or(MemoryKind::Graph),
-            Prepared::Graph(m) if m.params.cooccurrence => MemoryKind::Cooccurrence,
-            Prepared::Graph(m) if m.graph.node_count() == 0 && m.ledger.total().requests == 0 => {
+/// What every memory format says about itself: one implementation per file format (the graph
+/// memory, the summary tree, the knowledge tree, GARLIC's graph). A new kind of memory is one
+/// more implementation and one more [`Prepared`] variant, not an arm in each of these.
+pub trait MemoryFormat {
+    /// The kind of this memory.
+    fn kind(&self) -> MemoryKind;
+    /// Segments (leaves) of the document.
+    fn segments(&self) -> usize;
+    /// Entities (graph memories only).
+    fn entities(&self) -> usize {
+        0
+    }
+    /// Relations, or a tree's or DAG's summary nodes.
+    fn relations(&self) -> usize;
+    /// Steps of the build that failed.
+    fn failures(&self) -> usize;
+    /// What building it cost.
+    fn ledger(&self) -> &crate::llm::LedgerSnapshot;
+    /// The byte range in the document of every unit a trace's segment indices refer to
+    /// (empty ranges for summary nodes).
+    fn unit_spans(&self) -> Vec<Span>;
+    /// The text of every unit of [`MemoryFormat::unit_spans`] (empty for summary nodes).
+    fn unit_texts(&self) -> Vec<String>;
+    /// What `qrmem inspect` and `qrmem build` print.
+    fn describe(&self, _top: usize) -> String {
+        format!(
+            "{}: {} leaves, {} summary nodes, {} failures\n",
+            self.kind().name(),
+            self.segments(),
+            self.relations(),
+            self.failures()
+        )
+    }
+    /// What the memory holds, in one line (after a build).
+    fn summary_line(&self) -> String {
+        format!(
+            "built the {} memory: {} leaves, {} summary nodes, {} failures",
+            self.kind().name(),
+            self.segments(),
+            self.relations(),
+            self.failures()
+        )
+    }
+}
+
+impl MemoryFormat for Memory {
+    /// Written in the file; in a memory written before it was, read from its build parameters.
+    fn kind(&self) -> MemoryKind {
+        match self.kind.as_deref() {
+            Some(k) => MemoryKind::from_name(k).unwrap_or(MemoryKind::Graph),
+            None if self.params.cooccurrence => MemoryKind::Cooccurrence,
+            None if self.graph.node_count() == 0 && self.ledger.total().requests == 0 => {
                 MemoryKind::Segments
             }
-            Prepared::Graph(m) if !m.params.graph_update => MemoryKind::NoGraphUpdate,
-            Prepared::Graph(m) if !m.params.open_entity => MemoryKind::NoOpenEntity,
-            Prepared::Graph(_) => MemoryKind::Graph,
-            Prepared::Tree(_) => MemoryKind::SummaryTree,
-            Prepared::Kt(t) if t.variant == Variant::MemWalker => MemoryKind::MemWalker,
-            Prepared::Kt(_) => MemoryKind::KnowledgeTree,
-            Prepared::Garlic(_) => MemoryKind::Garlic,
+            None if !self.params.graph_update => MemoryKind::NoGraphUpdate,
+            None if !self.params.open_entity => MemoryKind::NoOpenEntity,
+            None => MemoryKind::Graph,
         }
+    }
+    fn segments(&self) -> usize {
+        self.segments.len()
+    }
+    fn entities(&self) -> usize {
+        self.entity_count()
+    }
+    fn relations(&self) -> usize {
+        self.relation_count()
+    }
+    fn failures(&self) -> usize {
+        self.failures.len()
+    }
+    fn ledger(&self) -> &crate::llm::LedgerSnapshot {
+        &self.ledger
+    }
+    fn unit_spans(&self) -> Vec<Span> {
+        super::segment_spans(self)
+    }
+    fn unit_texts(&self) -> Vec<String> {
+        self.segments.iter().map(|s| s.text.clone()).collect()
+    }
+    fn describe(&self, top: usize) -> String {
+        crate::memory::describe(self, top)
+    }
+    fn summary_line(&self) -> String {
+        format!(
+            "built the memory: {} segments, {} entities, {} relations, {} failures",
+            self.segments.len(),
+            self.entity_count(),
+            self.relation_count(),
+            self.failures.len()
+        )
+    }
+}
+
+impl MemoryFormat for SummaryTree {
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::SummaryTree
+    }
+    fn segments(&self) -> usize {
+        self.leaves.len()
+    }
+    fn relations(&self) -> usize {
+        self.summaries.len()
+    }
+    fn failures(&self) -> usize {
+        self.failures.len()
+    }
+    fn ledger(&self) -> &crate::llm::LedgerSnapshot {
+        &self.ledger
+    }
+    fn unit_spans(&self) -> Vec<Span> {
+        self.leaf_spans()
+    }
+    fn unit_texts(&self) -> Vec<String> {
+        self.leaves.clone()
+    }
+    fn describe(&self, _top: usize) -> String {
+        format!(
+            "summary tree: {} leaves, {} summaries, {} failures\n",
+            self.leaves.len(),
+            self.summaries.len(),
+            self.failures.len()
+        )
+    }
+}
+
+impl MemoryFormat for KnowledgeTree {
+    fn kind(&self) -> MemoryKind {
+        if self.variant == Variant::MemWalker {
+            MemoryKind::MemWalker
+        } else {
+            MemoryKind::KnowledgeTree
+        }
+    }
+    fn segments(&self) -> usize {
+        self.nodes.iter().filter(|n| n.content.is_some()).count()
+    }
+    fn relations(&self) -> usize {
+        self.nodes.iter().filter(|n| n.content.is_none()).count()
+    }
+    fn failures(&self) -> usize {
+        self.failures.len()
+    }
+    fn ledger(&self) -> &crate::llm::LedgerSnapshot {
+        &self.ledger
+    }
+    fn unit_spans(&self) -> Vec<Span> {
+        self.node_spans()
+    }
+    fn unit_texts(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| n.content.clone().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl MemoryFormat for Garlic {
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Garlic
+    }
+    fn segments(&self) -> usize {
+        self.nodes.iter().filter(|n| n.level == 1).count()
+    }
+    fn relations(&self) -> usize {
+        self.nodes.iter().filter(|n| n.level > 1).count()
+    }
+    fn failures(&self) -> usize {
+        self.failures.len()
+    }
+    fn ledger(&self) -> &crate::llm::LedgerSnapshot {
+        &self.ledger
+    }
+    fn unit_spans(&self) -> Vec<Span> {
+        self.node_spans()
+    }
+    fn unit_texts(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| {
+                if n.level == 1 {
+                    n.text.clone()
+                } else {
+                    String::new()
+                }
+            })
+            .collect()
+    }
+}
+
+impl Prepared {
+    /// This memory as its format: what every kind says about itself.
+    pub fn format(&self) -> &dyn MemoryFormat {
+        match self {
+            Prepared::Graph(m) => m.as_ref(),
+            Prepared::Tree(t) => t.as_ref(),
+            Prepared::Kt(t) => t.as_ref(),
+            Prepared::Garlic(g) => g.as_ref(),
+        }
+    }
+
+    /// The kind of this memory ([`MemoryFormat::kind`]).
+    pub fn kind(&self) -> MemoryKind {
+        self.format().kind()
     }
 
     /// What the memory holds, in one line (after a build).
     pub fn summary_line(&self) -> String {
-        match self {
-            Prepared::Graph(m) => format!(
-                "built the memory: {} segments, {} entities, {} relations, {} failures",
-                m.segments.len(),
-                m.entity_count(),
-                m.relation_count(),
-                m.failures.len()
-            ),
-            other => format!(
-                "built the {} memory: {} leaves, {} summary nodes, {} failures",
-                other.kind().name(),
-                other.segments(),
-                other.relations(),
-                other.failures()
-            ),
-        }
+        self.format().summary_line()
     }
 
     /// What `qrmem inspect` and `qrmem build` print: a graph's counts, failures, diagnostics and
     /// `top` entities; a tree's or DAG's counts.
     pub fn describe(&self, top: usize) -> String {
-        match self {
-            Prepared::Graph(m) => crate::memory::describe(m, top),
-            Prepared::Tree(t) => format!(
-                "summary tree: {} leaves, {} summaries, {} failures\n",
-                t.leaves.len(),
-                t.summaries.len(),
-                t.failures.len()
-            ),
-            other => format!(
-                "{}: {} leaves, {} summary nodes, {} failures\n",
-                other.kind().name(),
-                other.segments(),
-                other.relations(),
-                other.failures()
-            ),
-        }
+        self.format().describe(top)
     }
 
     /// What building this memory cost.
     pub fn ledger(&self) -> &crate::llm::LedgerSnapshot {
-        match self {
-            Prepared::Graph(m) => &m.ledger,
-            Prepared::Tree(t) => &t.ledger,
-            Prepared::Kt(t) => &t.ledger,
-            Prepared::Garlic(g) => &g.ledger,
-        }
+        self.format().ledger()
     }
 
     /// The name of this memory's kind, for messages.
@@ -330,61 +477,24 @@ impl Prepared {
 
     /// Segments (leaves) of the document.
     pub fn segments(&self) -> usize {
-        match self {
-            Prepared::Graph(m) => m.segments.len(),
-            Prepared::Tree(t) => t.leaves.len(),
-            Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_some()).count(),
-            Prepared::Garlic(g) => g.nodes.iter().filter(|n| n.level == 1).count(),
-        }
+        self.format().segments()
     }
     pub fn entities(&self) -> usize {
-        match self {
-            Prepared::Graph(m) => m.entity_count(),
-            Prepared::Tree(_) | Prepared::Kt(_) | Prepared::Garlic(_) => 0,
-        }
+        self.format().entities()
     }
     pub fn relations(&self) -> usize {
-        match self {
-            Prepared::Graph(m) => m.relation_count(),
-            Prepared::Tree(t) => t.summaries.len(),
-            Prepared::Kt(t) => t.nodes.iter().filter(|n| n.content.is_none()).count(),
-            Prepared::Garlic(g) => g.nodes.iter().filter(|n| n.level > 1).count(),
-        }
+        self.format().relations()
     }
     /// The byte range in the document of every unit a trace's segment indices refer to:
     /// segments (the graph and the baselines), leaves (summary tree), nodes (knowledge tree,
     /// MemWalker, GARLIC: empty ranges for summary nodes).
     pub fn unit_spans(&self) -> Vec<Span> {
-        match self {
-            Prepared::Graph(m) => super::segment_spans(m),
-            Prepared::Tree(t) => t.leaf_spans(),
-            Prepared::Kt(t) => t.node_spans(),
-            Prepared::Garlic(g) => g.node_spans(),
-        }
+        self.format().unit_spans()
     }
 
     /// The text of every unit of [`Prepared::unit_spans`] (empty for summary nodes).
     pub fn unit_texts(&self) -> Vec<String> {
-        match self {
-            Prepared::Graph(m) => m.segments.iter().map(|s| s.text.clone()).collect(),
-            Prepared::Tree(t) => t.leaves.clone(),
-            Prepared::Kt(t) => t
-                .nodes
-                .iter()
-                .map(|n| n.content.clone().unwrap_or_default())
-                .collect(),
-            Prepared::Garlic(g) => g
-                .nodes
-                .iter()
-                .map(|n| {
-                    if n.level == 1 {
-                        n.text.clone()
-                    } else {
-                        String::new()
-                    }
-                })
-                .collect(),
-        }
+        self.format().unit_texts()
     }
 
     /// Whether the units are `document`'s own pieces at their spans (what a trace's spans
@@ -398,14 +508,8 @@ impl Prepared {
                 .all(|(&(a, b), t)| a == b || document.get(a..b) == Some(t.as_str()))
     }
 
-    /// Build steps that failed and were recorded.
     pub fn failures(&self) -> usize {
-        match self {
-            Prepared::Graph(m) => m.failures.len(),
-            Prepared::Tree(t) => t.failures.len(),
-            Prepared::Kt(t) => t.failures.len(),
-            Prepared::Garlic(g) => g.failures.len(),
-        }
+        self.format().failures()
     }
 }
 
