@@ -51,6 +51,7 @@ runs=(
   "2wiki-longbench-style:2wiki-longbench-style.toml"
   "musique-longbench-style:musique-longbench-style.toml"
   "2wiki-longbench-style-1.5b:2wiki-longbench-style-1.5b.toml"
+  "musique-longbench-style-1.5b:musique-longbench-style-1.5b.toml"
 )
 # The committed comparisons (qrmem compare): output directory -> its runs, in order.
 compares=(

@@ -5,7 +5,8 @@
 
 Differences (first minus second, in points) on the questions both rows answered, each with a
 95% interval from 4,000 bootstrap resamples (seed 0). Rows of a max-trials sweep other than 4
-are left out; the latest row per (item, method) wins, as in the report.
+are left out unless the name asks for them (`kn-passages400@1`: the rows of max trials 1); the
+latest row per (item, method) wins, as in the report.
 """
 import os
 import random
@@ -16,9 +17,12 @@ from evidence import fact_recall, latest_rows, gold_share
 run=sys.argv[1]; a,b=sys.argv[2],sys.argv[3]
 rows=latest_rows(run)
 def get(m):
+    trials=(None,4)
+    if '@' in m:
+        m,t=m.rsplit('@',1); trials=(int(t),)
     out={}
     for (i,mm,t),r in rows.items():
-        if mm==m and t in (None,4): out[i]=r
+        if mm==m and t in trials: out[i]=r
     return out
 A,B=get(a),get(b)
 common=[i for i in A if i in B]

@@ -9,7 +9,8 @@ The items file gives the item order (its `_id`s, as the experiment numbers them)
 method: F1 on items 1-10 (where the settings were chosen), 11-30 and 31-60 (the tests), and
 on all it has; fact recall and the gold share (precision) of the answer context, its tokens, on all it has (a supporting sentence counts
 when it lies wholly inside one answer span, as src/eval/evidence.rs counts it); LLM calls per
-question. Rows of a max-trials sweep other than the default 4 are left out; as the report does,
+question. Rows of a max-trials sweep other than the default 4 are left out unless a method is
+named with its trials (`kn-passages400@1`); as the report does,
 the latest row per (item, method) wins and a failed question keeps the score it was recorded
 with. The paired F1 and fact-recall intervals against
 the reference are the report's (report.md, "Paired against").
@@ -34,8 +35,14 @@ for (item, method, trials), r in latest_rows(a.run).items():
         raise SystemExit(f"{a.run}/results.jsonl: item {item} is not in {a.items}")
     if trials in (None, 4):
         rows[(method, item)] = r
+    if trials is not None:
+        rows[(f"{method}@{trials}", item)] = r
 
-methods = a.methods.split(",") if a.methods else list(dict.fromkeys(m for m, _ in rows))
+methods = (
+    a.methods.split(",")
+    if a.methods
+    else list(dict.fromkeys(m for m, _ in rows if "@" not in m))
+)
 
 
 def mean(xs):
