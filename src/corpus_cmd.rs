@@ -24,16 +24,23 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             let files = documents(paths)?;
             let mut corpus = Corpus::open(&dir, *passage_tokens)?;
             let bar = qrmem::progress::count_bar(files.len() as u64, "adding documents");
-            let mut docs = Vec::with_capacity(files.len());
-            for f in &files {
-                let text = std::fs::read_to_string(f).with_context(|| {
-                    format!("reading {} (documents are UTF-8 text)", f.display())
-                })?;
-                if text.trim().is_empty() {
-                    bail!("{} is empty: nothing to add", f.display());
-                }
-                docs.push((f.display().to_string(), text));
-            }
+            // Each file is read as its turn comes (a large directory is never in memory at
+            // once); one that cannot be read, or is empty, is named and left out, and the
+            // others are added.
+            let mut refused: Vec<String> = Vec::new();
+            let docs = files.iter().filter_map(|f| {
+                let why = match std::fs::read_to_string(f) {
+                    Ok(text) if !text.trim().is_empty() => {
+                        return Some((f.display().to_string(), text))
+                    }
+                    Ok(_) => "empty: nothing to add".to_string(),
+                    Err(e) => format!("cannot be read ({e}; documents are UTF-8 text)"),
+                };
+                bar.println(format!("{}: {why}", f.display()));
+                bar.inc(1);
+                refused.push(format!("{}: {why}", f.display()));
+                None
+            });
             let (mut new, mut present) = (0, 0);
             corpus.add_all(docs, |name, added| {
                 match added {
@@ -50,6 +57,14 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 "added {new} documents ({present} already present) to {}",
                 dir.display()
             );
+            if !refused.is_empty() {
+                bail!(
+                    "{} of {} files were not added:\n  {}",
+                    refused.len(),
+                    files.len(),
+                    refused.join("\n  ")
+                );
+            }
         }
         CorpusCommand::Remove { docs } => {
             let mut corpus = Corpus::open_existing(&dir)?;

@@ -515,6 +515,25 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
         "{}",
         text(&gone)
     );
+    // A file that is not UTF-8 text, and an empty one, are named and left out; the others
+    // are added, and the command fails.
+    std::fs::write(docs.join("c.txt"), b"\xff\xfe not text").unwrap();
+    std::fs::write(docs.join("d.txt"), "  \n").unwrap();
+    std::fs::write(docs.join("e.txt"), "Epsilon writes about Beta.").unwrap();
+    let bad = qrmem(
+        &["corpus", "--corpus", c, "add", docs.to_str().unwrap()],
+        url,
+        dir.path(),
+    );
+    assert!(!bad.status.success(), "{}", text(&bad));
+    let t = text(&bad);
+    assert!(
+        t.contains("2 of 5 files were not added")
+            && t.contains("c.txt: cannot be read")
+            && t.contains("d.txt: empty"),
+        "{t}"
+    );
+    assert!(t.contains("added 2 documents (1 already present)"), "{t}");
     let missing = dir.path().join("nowhere");
     let ask = qrmem(
         &[
