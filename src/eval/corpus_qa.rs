@@ -37,6 +37,8 @@ pub struct QaLine {
     /// Of the question's gold paragraphs, how many the prompt showed, and how many it has.
     pub gold_shown: usize,
     pub gold: usize,
+    /// The calls, and their tokens whether sent or answered by the reply cache (a cached reply
+    /// at what it cost when first sent).
     pub requests: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -162,8 +164,8 @@ async fn ask_one(
         gold_shown: 0,
         gold: gold.len(),
         requests: cost.requests + cost.cache_hits,
-        prompt_tokens: cost.prompt_tokens,
-        completion_tokens: cost.completion_tokens,
+        prompt_tokens: cost.prompt_tokens + cost.replayed_prompt_tokens,
+        completion_tokens: cost.completion_tokens + cost.replayed_completion_tokens,
         wall_secs,
         error: None,
     };
