@@ -401,12 +401,30 @@ pub(crate) struct EvalArgs {
 #[derive(Args)]
 pub(crate) struct ViewArgs {
     /// The memory file (any kind).
-    #[arg(long, value_name = "MEMORY")]
-    pub(crate) memory: PathBuf,
+    #[arg(long, value_name = "MEMORY", required_unless_present = "corpus")]
+    pub(crate) memory: Option<PathBuf>,
     /// A trace over that memory (`qrmem ask --trace`, or `qrmem eval --trace-dir`, whose files
     /// also carry the gold evidence where the dataset gives it).
-    #[arg(long, value_name = "TRACE")]
+    #[arg(long, value_name = "TRACE", conflicts_with = "corpus")]
     pub(crate) trace: Option<PathBuf>,
+    /// A corpus (`qrmem corpus add`) instead of a memory: the page of --question over it, the
+    /// passages --retriever ranks best and the entities the shown ones name (no LLM call).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "memory",
+        requires = "question"
+    )]
+    pub(crate) corpus: Option<PathBuf>,
+    /// With --corpus: the question.
+    #[arg(long, requires = "corpus")]
+    pub(crate) question: Option<String>,
+    /// With --corpus: bm25, bm25-hop, graph-start, graph-hop or graph-own-hop.
+    #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
+    pub(crate) retriever: String,
+    /// With --corpus: the answer prompt's budget, in tokens of passages.
+    #[arg(long, requires = "corpus", default_value_t = 400)]
+    pub(crate) context_tokens: usize,
     /// Where to write the page.
     #[arg(long, value_name = "PAGE")]
     pub(crate) out: PathBuf,

@@ -382,7 +382,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::View(args) => {
-            let wrote = qrmem::view::write_page(&args.memory, args.trace.as_deref(), &args.out)?;
+            let wrote = match (&args.corpus, &args.memory) {
+                (Some(dir), _) => {
+                    let retriever = args.retriever.parse().map_err(anyhow::Error::msg)?;
+                    let question = args.question.as_deref().unwrap_or_default();
+                    qrmem::view::write_corpus_page(
+                        dir,
+                        question,
+                        retriever,
+                        args.context_tokens,
+                        &args.out,
+                    )?
+                }
+                (None, Some(memory)) => {
+                    qrmem::view::write_page(memory, args.trace.as_deref(), &args.out)?
+                }
+                (None, None) => anyhow::bail!("view needs --memory or --corpus"),
+            };
             eprintln!("{wrote}");
             Ok(ExitCode::SUCCESS)
         }

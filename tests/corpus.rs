@@ -486,3 +486,37 @@ async fn corpus_qa_scores_every_pair_once_and_resumes() {
     assert_eq!(again.rows[1].f1, report.rows[1].f1);
     assert!(again.to_markdown().contains("| graph-own-hop | 3 | 0 |"));
 }
+
+/// `view --corpus`: the page of a question over a corpus shows the passages ranked best across
+/// documents (the shown ones marked), the question's entity as the start, and each shown
+/// passage's own entity linked to the others it names; no LLM call.
+#[test]
+fn a_corpus_page_shows_the_ranked_passages_and_their_entities() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let data = qrmem::view::corpus_data(&c, q, Retriever::GraphOwnHop, 60).unwrap();
+    assert_eq!(data.kind, "corpus");
+    assert!(data.units[0]
+        .text
+        .starts_with("[a.txt]\nPassage 1:\nRon Joyce"));
+    assert!(data.units[0].answer && data.units[1].answer);
+    assert!(data.units[1]
+        .text
+        .starts_with("[b.txt]\nPassage 1:\nTim Hortons"));
+    assert!(
+        data.units.iter().skip(2).all(|u| !u.answer),
+        "60 tokens hold two"
+    );
+    assert_eq!(data.start_entities.len(), 1, "{:?}", data.start_entities);
+    let ron = data.nodes.iter().find(|n| n.role == "start").unwrap();
+    assert!(data
+        .edges
+        .iter()
+        .any(|e| e.source == ron.id && e.label == "a.txt"));
+    let page = qrmem::view::render(&data).unwrap();
+    assert!(page.contains("Tim Hortons"));
+}

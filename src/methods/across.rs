@@ -61,25 +61,17 @@ pub async fn ask_corpus(
     } else {
         context_tokens.min(room)
     };
-    let mut blocks = Vec::new();
-    let mut shown = Vec::new();
-    let mut passages = Vec::new();
-    let mut used = 0;
-    for (doc, idx) in ranked {
-        let Some(p) = corpus.passage(&doc, idx)? else {
-            continue;
-        };
-        let name = corpus.name_of(&doc)?.unwrap_or_default();
-        let block = format!("[{name}]\n{}", p.text.trim());
-        let cost = count_tokens(&block) + 1;
-        if used + cost > budget {
-            continue;
-        }
-        used += cost;
-        blocks.push(block);
-        shown.push(format!("{name}#{idx}"));
-        passages.push((doc, idx));
-    }
+    let Shown {
+        blocks,
+        names,
+        passages,
+        used,
+    } = shown_passages(corpus, ranked, budget)?;
+    let shown: Vec<String> = names
+        .iter()
+        .zip(&passages)
+        .map(|(name, (_, idx))| format!("{name}#{idx}"))
+        .collect();
     let text = blocks.join("\n\n");
     let note = format!(
         "{retriever} across the corpus: {} passages, {used} tokens (budget {budget}): {}",
@@ -107,4 +99,46 @@ pub async fn ask_corpus(
     };
     trace.set_cost(&before, &after);
     Ok(CorpusAnswer { trace, passages })
+}
+
+/// The passages an answer prompt over a corpus shows: each under its document's name, in the
+/// given order, as many as fit `budget` tokens (one too long for what is left is passed over).
+pub struct Shown {
+    /// `[name]` and the passage's text, one block each.
+    pub blocks: Vec<String>,
+    /// Each shown passage's document name.
+    pub names: Vec<String>,
+    pub passages: Vec<PassageRef>,
+    /// Tokens the blocks take.
+    pub used: usize,
+}
+
+/// The passages of `ranked` that an answer prompt of `budget` tokens shows (see [`Shown`]).
+pub fn shown_passages(
+    corpus: &dyn CorpusStore,
+    ranked: Vec<PassageRef>,
+    budget: usize,
+) -> Result<Shown, CorpusError> {
+    let mut out = Shown {
+        blocks: Vec::new(),
+        names: Vec::new(),
+        passages: Vec::new(),
+        used: 0,
+    };
+    for (doc, idx) in ranked {
+        let Some(p) = corpus.passage(&doc, idx)? else {
+            continue;
+        };
+        let name = corpus.name_of(&doc)?.unwrap_or_default();
+        let block = format!("[{name}]\n{}", p.text.trim());
+        let cost = count_tokens(&block) + 1;
+        if out.used + cost > budget {
+            continue;
+        }
+        out.used += cost;
+        out.blocks.push(block);
+        out.names.push(name);
+        out.passages.push((doc, idx));
+    }
+    Ok(out)
 }

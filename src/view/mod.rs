@@ -11,6 +11,10 @@
 //! HTML in entity names, relations or segments is shown, never run; the graph holds the
 //! neighbourhood of what the trace touched (at most [`MAX_NODES`] nodes), never the whole memory.
 
+mod corpus;
+
+pub use corpus::corpus_data;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::stable_graph::NodeIndex;
@@ -49,6 +53,8 @@ pub enum ViewError {
     },
     #[error(transparent)]
     Memory(#[from] crate::methods::MethodError),
+    #[error(transparent)]
+    Corpus(#[from] crate::corpus::CorpusError),
     #[error("cannot serialise the page data: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -98,6 +104,30 @@ pub fn write_page(
         data.edges.len(),
         data.steps.len(),
         data.units.len()
+    ))
+}
+
+/// Writes the page of `question` over the corpus in `dir` ([`corpus_data`]) to `out`.
+pub fn write_corpus_page(
+    dir: &std::path::Path,
+    question: &str,
+    retriever: crate::corpus::Retriever,
+    budget: usize,
+    out: &std::path::Path,
+) -> Result<String, ViewError> {
+    let corpus = crate::corpus::Corpus::open_existing(dir)?;
+    let data = corpus_data(&corpus, question, retriever, budget)?;
+    std::fs::write(out, render(&data)?.as_bytes()).map_err(|e| ViewError::Write {
+        path: out.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(format!(
+        "wrote {} ({} entities, {} links, {} passages, {} shown)",
+        out.display(),
+        data.nodes.len(),
+        data.edges.len(),
+        data.units.len(),
+        data.units.iter().filter(|u| u.answer).count()
     ))
 }
 
