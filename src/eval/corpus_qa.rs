@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::corpus_recall::gold_paragraphs;
 use super::datasets::MultiHopRaw;
+use super::metrics::answer_scores;
 use super::paired::{interval, Interval};
-use super::runner::score_answer;
 use crate::corpus::{CorpusStore, PassageRef, Retriever};
 use crate::journal::{Journal, JournalError};
 use crate::methods::{Runtime, Scope};
@@ -171,7 +171,7 @@ async fn ask_one(
     };
     match outcome {
         Ok(a) => {
-            let (em, f1) = score_answer(dataset, &item.answers, None, &a.trace.answer);
+            let (em, f1) = answer_scores(dataset, &item.answers, None, &a.trace.answer);
             let docs: BTreeSet<&String> = a.passages.iter().map(|(d, _)| d).collect();
             line.gold_shown = gold.iter().filter(|g| docs.contains(g)).count();
             line.prediction = a.trace.answer;

@@ -108,6 +108,33 @@ pub fn score(values: &[f64]) -> f64 {
     }
 }
 
+/// (EM, F1) of `prediction` against `answers` by `dataset`'s official metric (HotpotQA's own
+/// F1 for `hotpotqa`, LongBench's over the answer list otherwise; accuracy for a letter).
+pub fn answer_scores(
+    dataset: &str,
+    answers: &[String],
+    gold_letter: Option<&str>,
+    prediction: &str,
+) -> (f64, f64) {
+    if let Some(letter) = gold_letter {
+        let acc = choice_accuracy(prediction, letter);
+        return (acc, acc);
+    }
+    let em = answers
+        .iter()
+        .map(|g| hotpot_em(prediction, g))
+        .fold(0.0, f64::max);
+    let f1 = if dataset == "hotpotqa" {
+        answers
+            .iter()
+            .map(|g| hotpot_f1(prediction, g))
+            .fold(0.0, f64::max)
+    } else {
+        longbench_f1(prediction, answers)
+    };
+    (em, f1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

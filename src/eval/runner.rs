@@ -82,39 +82,12 @@ pub struct RunSummary {
 
 /// The scores of `prediction` for `item`: (EM, F1) by the dataset's official metric.
 pub fn score(item: &QaItem, prediction: &str) -> (f64, f64) {
-    score_answer(
+    metrics::answer_scores(
         &item.dataset,
         &item.answers,
         item.gold_letter.as_deref(),
         prediction,
     )
-}
-
-/// (EM, F1) of `prediction` against `answers` by `dataset`'s official metric (HotpotQA's own
-/// F1 for `hotpotqa`, LongBench's over the answer list otherwise; accuracy for a letter).
-pub fn score_answer(
-    dataset: &str,
-    answers: &[String],
-    gold_letter: Option<&str>,
-    prediction: &str,
-) -> (f64, f64) {
-    if let Some(letter) = gold_letter {
-        let acc = metrics::choice_accuracy(prediction, letter);
-        return (acc, acc);
-    }
-    let em = answers
-        .iter()
-        .map(|g| metrics::hotpot_em(prediction, g))
-        .fold(0.0, f64::max);
-    let f1 = if dataset == "hotpotqa" {
-        answers
-            .iter()
-            .map(|g| metrics::hotpot_f1(prediction, g))
-            .fold(0.0, f64::max)
-    } else {
-        metrics::longbench_f1(prediction, answers)
-    };
-    (em, f1)
 }
 
 /// A method at a max-trials setting.
