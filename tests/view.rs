@@ -427,3 +427,30 @@ fn report_only_with_html_rewrites_the_committed_pages_from_their_traces() {
         "the report links the index"
     );
 }
+
+/// `view --corpus`: a question's page over a corpus loads clean in the browser and draws its
+/// entities, links and ranked passages.
+#[test]
+fn a_corpus_page_loads_clean_and_draws_its_passages() {
+    use qrmem::corpus::{Corpus, CorpusStore, Retriever};
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Corpus::open(&dir.path().join("corpus"), 300).unwrap();
+    c.add("a.txt", "Passage 1:\nRon Joyce\nRon Joyce helped found Tim Hortons with Tim Horton in Hamilton.\n\nPassage 2:\nHamilton\nHamilton is a port city in Ontario.").unwrap();
+    c.add("b.txt", "Passage 1:\nTim Hortons\nTim Hortons is a restaurant chain with 4,613 restaurants in Canada.").unwrap();
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let data = qrmem::view::corpus_data(&c, q, Retriever::GraphOwnHop, 400).unwrap();
+    assert!(!data.nodes.is_empty() && !data.edges.is_empty());
+    let page = qrmem::view::render(&data).unwrap();
+    let loaded = load(&browser, &write(dir.path(), "corpus.html", &page));
+    assert_clean(&loaded);
+    assert_eq!(
+        attr(&loaded.dom, "graph", "data-nodes").unwrap(),
+        data.nodes.len().to_string()
+    );
+    assert_eq!(
+        attr(&loaded.dom, "graph", "data-edges").unwrap(),
+        data.edges.len().to_string()
+    );
+    assert_eq!(loaded.dom.matches("class=\"unit").count(), data.units.len());
+}
