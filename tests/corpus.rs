@@ -183,36 +183,41 @@ fn kill_9_during_an_add_leaves_whole_documents_and_the_add_resumes() {
             .env("QRMEM_CACHE", dir.path());
         c
     };
-    let mut child = add().spawn().unwrap();
-    // Kill once the database has some documents and before the add is done.
+    // Killed at several points: early, midway, and about when the last document is in (the
+    // index commit may be running then, or the add may have finished).
     let db = corpus.join("corpus.sqlite");
-    let started = std::time::Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(20));
-        let n: i64 = rusqlite::Connection::open(&db)
-            .and_then(|c| c.query_row("SELECT COUNT(*) FROM documents", [], |r| r.get(0)))
-            .unwrap_or(0);
-        if n >= 20 || started.elapsed() > Duration::from_secs(60) {
-            break;
+    for at in [20, 400, 1000] {
+        let mut child = add().spawn().unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let n: i64 = rusqlite::Connection::open(&db)
+                .and_then(|c| c.query_row("SELECT COUNT(*) FROM documents", [], |r| r.get(0)))
+                .unwrap_or(0);
+            if n >= at || started.elapsed() > Duration::from_secs(60) {
+                break;
+            }
         }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        let c = open(&corpus);
+        let listed = c.list().unwrap();
+        if at < 1000 {
+            // Killed part-way: some documents in, not all.
+            assert!(!status.success(), "killed at {at}");
+            assert!(
+                !listed.is_empty() && listed.len() < 1000,
+                "killed at {at}: {}",
+                listed.len()
+            );
+        }
+        for d in &listed {
+            assert_eq!(d.passages, 2, "{d:?}");
+            assert!(d.entities > 0, "{d:?}");
+        }
+        // Whole documents, and the index (repaired when the corpus opened) holds them all.
+        assert_eq!(c.indexed() as usize, 2 * listed.len(), "killed at {at}");
     }
-    child.kill().unwrap();
-    let status = child.wait().unwrap();
-    let c = open(&corpus);
-    let listed = c.list().unwrap();
-    // Killed part-way: some documents in, not all.
-    assert!(!status.success());
-    assert!(
-        !listed.is_empty() && listed.len() < 1000,
-        "{}",
-        listed.len()
-    );
-    for d in &listed {
-        assert_eq!(d.passages, 2, "{d:?}");
-        assert!(d.entities > 0, "{d:?}");
-    }
-    assert_eq!(c.indexed() as usize, 2 * listed.len());
-    drop(c);
     let out = add().output().unwrap();
     assert!(
         out.status.success(),
