@@ -120,6 +120,11 @@ pub(crate) enum CorpusCommand {
         /// Passages of at most this many tokens (fixed when the corpus is created).
         #[arg(long, default_value_t = qrmem::text::passages::DEFAULT_PASSAGE_TOKENS)]
         passage_tokens: usize,
+        /// Each document's extraction record: `cooccurrence` (the schema extractor per
+        /// passage, no LLM call) or `llm` (the QRMeM graph the configured LLM builds over the
+        /// document, one joint extraction call a segment, through the reply cache).
+        #[arg(long, default_value = "cooccurrence", value_parser = ["cooccurrence", "llm"])]
+        extract: String,
     },
     /// Removes documents, by name or id prefix (as `ls` prints them), in one transaction.
     Remove {

@@ -20,6 +20,12 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
         CorpusCommand::Add {
             paths,
             passage_tokens,
+            extract,
+        } if extract == "llm" => add_llm(config, &dir, paths, *passage_tokens).await?,
+        CorpusCommand::Add {
+            paths,
+            passage_tokens,
+            ..
         } => {
             let files = documents(paths)?;
             let mut corpus = Corpus::open(&dir, *passage_tokens)?;
@@ -180,6 +186,86 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             )
             .await?
         }
+    }
+    Ok(())
+}
+
+/// `qrmem corpus add --extract llm`: each document's record is the QRMeM graph the LLM builds
+/// over it, one document at a time (its calls `concurrency` at a time, through the reply
+/// cache); a document already present with such a record is not extracted again.
+async fn add_llm(
+    config: &qrmem::Config,
+    dir: &Path,
+    paths: &[PathBuf],
+    passage_tokens: usize,
+) -> Result<()> {
+    let files = documents(paths)?;
+    let mut corpus = Corpus::open(dir, passage_tokens)?;
+    let prompts = qrmem::prompts::Prompts::load()?;
+    let svc = qrmem::llm::Service::from_config(config)?;
+    let params = qrmem::memory::BuildParams::from_config(config);
+    let settings = qrmem::corpus::llm_settings(svc.model(), &prompts, &params);
+    let bar = qrmem::progress::count_bar(files.len() as u64, "extracting documents");
+    let (mut new, mut updated, mut had) = (0, 0, 0);
+    let mut refused: Vec<String> = Vec::new();
+    for f in &files {
+        let name = f.display().to_string();
+        bar.set_message(name.clone());
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) if !t.trim().is_empty() => t,
+            Ok(_) => {
+                refused.push(format!("{name}: empty: nothing to add"));
+                bar.inc(1);
+                continue;
+            }
+            Err(e) => {
+                refused.push(format!(
+                    "{name}: cannot be read ({e}; documents are UTF-8 text)"
+                ));
+                bar.inc(1);
+                continue;
+            }
+        };
+        if !corpus.needs_record(&text, qrmem::corpus::LLM_RECORD_KIND, &settings)? {
+            had += 1;
+            bar.inc(1);
+            continue;
+        }
+        let passages = corpus.passages_of_text(&name, &text);
+        match qrmem::corpus::llm_record(
+            &svc,
+            &prompts,
+            params.clone(),
+            config.llm.concurrency,
+            &name,
+            &text,
+            &passages,
+        )
+        .await
+        {
+            Ok(record) => match corpus.add_with_record(&name, &text, &record)? {
+                Added::New { .. } => new += 1,
+                Added::Present { .. } => updated += 1,
+            },
+            Err(e) => refused.push(e.to_string()),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let spent = svc.ledger().snapshot().total();
+    eprintln!(
+        "added {new} documents to {}, gave {updated} present ones this record, left {had} that had it; LLM: {} requests, {} from the reply cache",
+        dir.display(),
+        spent.requests,
+        spent.cache_hits
+    );
+    if !refused.is_empty() {
+        bail!(
+            "{} of {} files were not added:\n  {}",
+            refused.len(),
+            files.len(),
+            refused.join("\n  ")
+        );
     }
     Ok(())
 }

@@ -525,3 +525,62 @@ fn a_corpus_page_shows_the_ranked_passages_and_their_entities() {
     let page = qrmem::view::render(&data).unwrap();
     assert!(page.contains("Tim Hortons"));
 }
+
+/// The LLM's record (`corpus add --extract llm`): the QRMeM graph the (scripted) LLM builds over
+/// the document, read per passage; stored once (a document that has it is not extracted
+/// again), its entities assembled like the co-occurrence record's, and removed with nothing
+/// left.
+#[tokio::test]
+async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
+    use qrmem::llm::{ScriptedLlm, Service};
+    use std::sync::Arc;
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let params = common::velden::params();
+    let settings = qrmem::corpus::llm_settings(svc.model(), &prompts, &params);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let text = common::velden::DOC;
+    let kind = qrmem::corpus::LLM_RECORD_KIND;
+    assert!(c.needs_record(text, kind, &settings).unwrap());
+    let passages = c.passages_of_text("velden.txt", text);
+    let record = qrmem::corpus::llm_record(
+        &svc,
+        &prompts,
+        params.clone(),
+        2,
+        "velden.txt",
+        text,
+        &passages,
+    )
+    .await
+    .unwrap();
+    assert!(!llm.received().is_empty());
+    assert_eq!(record.kind, "llm-graph");
+    assert_eq!(record.record.passages.len(), passages.len());
+    // The LLM's typed entities, not the schema extractor's.
+    assert!(record
+        .record
+        .passages
+        .iter()
+        .flatten()
+        .any(|e| e.kind == "person" && e.name.contains("Hoffmann")));
+    assert!(matches!(
+        c.add_with_record("velden.txt", text, &record).unwrap(),
+        Added::New { .. }
+    ));
+    assert!(!c.needs_record(text, kind, &settings).unwrap());
+    let hoffmann: Vec<_> = c
+        .entities()
+        .unwrap()
+        .into_iter()
+        .filter(|(k, _)| k.contains("hoffmann"))
+        .collect();
+    assert!(!hoffmann.is_empty());
+    // Other settings are another record: needed again.
+    assert!(c.needs_record(text, kind, "v0 another model").unwrap());
+    c.remove(&["velden.txt".into()]).unwrap();
+    assert!(c.entities().unwrap().is_empty());
+    assert!(c.needs_record(text, kind, &settings).unwrap());
+}

@@ -22,12 +22,14 @@
 //! removing A gives what adding B alone gives); the lexical index answers for the database's
 //! current generation.
 
+mod extract;
 mod lexical;
 mod record;
 mod retrieve;
 mod store;
 
-pub use record::{DocRecord, EntityRow, RECORD_KIND};
+pub use extract::{llm_record, llm_settings, LLM_RECORD_KIND};
+pub use record::{DocRecord, EntityRow, Record, RECORD_KIND};
 pub use retrieve::Retriever;
 pub use store::{Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::merge::{english_stemmer, normalize};
 use crate::memory::schema;
+use crate::memory::Memory;
 use crate::text::occurs_in;
 use crate::text::passages::MIN_NAME;
 
@@ -16,6 +17,15 @@ use crate::text::passages::MIN_NAME;
 /// what the pass extracts is a new key, so old records are never read as new ones.
 pub const RECORD_KIND: &str = "cooccurrence";
 pub(crate) const RECORD_SETTINGS: &str = "schema-titles-v2";
+
+/// A record with what made it: its kind (`cooccurrence`, `llm-graph`) and the version of the
+/// settings it was made with (a record of other settings is never read as this one's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: String,
+    pub settings: String,
+    pub record: DocRecord,
+}
 
 /// One document's extraction record: per passage (in order), its entities.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,33 +52,71 @@ impl DocRecord {
         let passages = passages
             .iter()
             .map(|(title, text)| {
-                let (title, text) = (title.as_ref(), text.as_ref());
-                let lower = text.to_lowercase();
-                let own = (title.chars().count() >= MIN_NAME && occurs_in(&lower, title))
-                    .then(|| (title.to_string(), "title"));
-                let mut rows: Vec<EntityRow> = schema::extract(text)
+                let found = schema::extract(text.as_ref())
                     .into_iter()
                     .filter(|e| e.kind != "number" && e.kind != "time")
-                    .map(|e| (e.name, e.kind))
-                    .chain(own)
-                    .filter_map(|(name, kind)| {
-                        let key = normalize(&name, &stemmer).join(" ");
-                        (!key.is_empty()).then(|| EntityRow {
-                            key,
-                            name,
-                            kind: kind.to_string(),
-                        })
-                    })
-                    .collect();
-                // One row per key; the title's row wins (it marks the passage as the
-                // entity's own).
-                rows.sort_by(|a, b| {
-                    (&a.key, a.kind != "title", &a.name).cmp(&(&b.key, b.kind != "title", &b.name))
-                });
-                rows.dedup_by(|a, b| a.key == b.key);
-                rows
+                    .map(|e| (e.name, e.kind.to_string()));
+                passage_rows(title.as_ref(), text.as_ref(), found, &stemmer)
             })
             .collect();
         DocRecord { passages }
     }
+
+    /// The LLM's record of a document (`llm-graph`): per passage, the entities of the QRMeM
+    /// graph built over the whole document (`memory`, one joint extraction call a segment, as
+    /// the paper builds it) that the passage names (a name or mention as whole words), with the
+    /// entity's type; and the title as in [`DocRecord::cooccurrence`].
+    pub fn from_memory<S: AsRef<str>>(memory: &Memory, passages: &[(S, S)]) -> Self {
+        let stemmer = english_stemmer();
+        let entities: Vec<(&str, Vec<String>, &str)> = memory
+            .graph
+            .node_weights()
+            .map(|e| {
+                let names = std::iter::once(&e.name)
+                    .chain(&e.mentions)
+                    .map(|m| m.trim().to_lowercase())
+                    .filter(|m| m.chars().count() >= MIN_NAME)
+                    .collect();
+                (e.name.as_str(), names, e.kind.as_str())
+            })
+            .collect();
+        let passages = passages
+            .iter()
+            .map(|(title, text)| {
+                let lower = text.as_ref().to_lowercase();
+                let found = entities
+                    .iter()
+                    .filter(|(_, names, _)| names.iter().any(|m| occurs_in(&lower, m)))
+                    .map(|(name, _, kind)| (name.to_string(), kind.to_string()));
+                passage_rows(title.as_ref(), text.as_ref(), found, &stemmer)
+            })
+            .collect();
+        DocRecord { passages }
+    }
+}
+
+/// A passage's entity rows: `found` (name, kind) and its title when the text names it, each
+/// with its merge key, one row per key (the title's row wins: it marks the passage as the
+/// entity's own).
+fn passage_rows(
+    title: &str,
+    text: &str,
+    found: impl Iterator<Item = (String, String)>,
+    stemmer: &rust_stemmers::Stemmer,
+) -> Vec<EntityRow> {
+    let lower = text.to_lowercase();
+    let own = (title.chars().count() >= MIN_NAME && occurs_in(&lower, title))
+        .then(|| (title.to_string(), "title".to_string()));
+    let mut rows: Vec<EntityRow> = found
+        .chain(own)
+        .filter_map(|(name, kind)| {
+            let key = normalize(&name, stemmer).join(" ");
+            (!key.is_empty()).then_some(EntityRow { key, name, kind })
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (&a.key, a.kind != "title", &a.name).cmp(&(&b.key, b.kind != "title", &b.name))
+    });
+    rows.dedup_by(|a, b| a.key == b.key);
+    rows
 }

@@ -12,7 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use super::lexical::Lexical;
-use super::record::{DocRecord, RECORD_KIND, RECORD_SETTINGS};
+use super::record::{DocRecord, Record, RECORD_KIND, RECORD_SETTINGS};
 use super::{CorpusError, CorpusStore};
 use crate::text::passages::{passages, title_key};
 
@@ -240,7 +240,7 @@ impl Corpus {
         let mut out = Vec::new();
         let mut rows = Vec::new();
         for (name, text) in docs {
-            let (added, mut r) = self.store(&name, &text)?;
+            let (added, mut r) = self.store(&name, &text, None)?;
             progress(&name, &added);
             rows.append(&mut r);
             out.push(added);
@@ -252,24 +252,57 @@ impl Corpus {
         Ok(out)
     }
 
-    /// The database half of an add: one transaction; returns the passages to index.
-    #[allow(clippy::type_complexity)]
-    fn store(
+    /// The passages a document of `name` and `text` is stored as, each with its title (its
+    /// `Passage i:` title, else the document's name): what an extraction record is made over.
+    pub fn passages_of_text(&self, name: &str, text: &str) -> Vec<(String, String)> {
+        self.units(name, text)
+            .into_iter()
+            .map(|(_, _, _, title, text)| (title, text))
+            .collect()
+    }
+
+    /// Whether adding `text` would store a record of `kind` and `settings`: false when the
+    /// document is present with one (so an extraction can be skipped).
+    pub fn needs_record(
+        &self,
+        text: &str,
+        kind: &str,
+        settings: &str,
+    ) -> Result<bool, CorpusError> {
+        let id = hex::encode(Sha256::digest(text.as_bytes()));
+        let has: bool = self
+            .db
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
+                params![id, kind, settings],
+                |r| r.get(0),
+            )
+            .map_err(|x| self.db_err(x))?;
+        Ok(!has)
+    }
+
+    /// Adds one document with an extraction record made outside the store (the LLM's:
+    /// `corpus::extract`), of `kind` and `settings`, in one transaction, and indexes it. A
+    /// document already present keeps its passages and gets this record, which the assembly
+    /// then follows.
+    pub fn add_with_record(
         &mut self,
         name: &str,
         text: &str,
-    ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
-        let id = hex::encode(Sha256::digest(text.as_bytes()));
-        let present: Option<String> = self
-            .db
-            .query_row("SELECT name FROM documents WHERE id = ?1", [&id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|x| self.db_err(x))?;
-        let units = passages(text, self.passage_tokens);
+        record: &Record,
+    ) -> Result<Added, CorpusError> {
+        let (added, rows) = self.store(name, text, Some(record))?;
+        if !rows.is_empty() {
+            let generation = self.generation()?;
+            self.lexical.apply(false, &[], &rows, generation)?;
+        }
+        Ok(added)
+    }
+
+    /// A document's passages: (index, start, end, title, text).
+    fn units(&self, name: &str, text: &str) -> Vec<(usize, usize, usize, String, String)> {
         let doc_title = title_key(name);
-        let rows: Vec<(usize, usize, usize, String, String)> = units
+        passages(text, self.passage_tokens)
             .iter()
             .map(|u| {
                 let title = crate::text::passages::unit_titles(std::slice::from_ref(u))
@@ -279,13 +312,48 @@ impl Corpus {
                     .unwrap_or_else(|| doc_title.clone());
                 (u.index, u.start, u.end, title, u.text.clone())
             })
-            .collect();
-        let record = DocRecord::cooccurrence(
-            &rows
-                .iter()
-                .map(|(_, _, _, title, text)| (title.as_str(), text.as_str()))
-                .collect::<Vec<_>>(),
-        );
+            .collect()
+    }
+
+    /// The database half of an add: one transaction; returns the passages to index. The
+    /// record is `given`, or the co-occurrence pass's.
+    #[allow(clippy::type_complexity)]
+    fn store(
+        &mut self,
+        name: &str,
+        text: &str,
+        given: Option<&Record>,
+    ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
+        let id = hex::encode(Sha256::digest(text.as_bytes()));
+        let present: Option<String> = self
+            .db
+            .query_row("SELECT name FROM documents WHERE id = ?1", [&id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|x| self.db_err(x))?;
+        let rows = self.units(name, text);
+        let cooccurrence;
+        let Record {
+            kind: record_kind,
+            settings: record_settings,
+            record,
+        } = match given {
+            Some(r) => r,
+            None => {
+                cooccurrence = Record {
+                    kind: RECORD_KIND.to_string(),
+                    settings: RECORD_SETTINGS.to_string(),
+                    record: DocRecord::cooccurrence(
+                        &rows
+                            .iter()
+                            .map(|(_, _, _, title, text)| (title.as_str(), text.as_str()))
+                            .collect::<Vec<_>>(),
+                    ),
+                };
+                &cooccurrence
+            }
+        };
         let body = serde_json::to_string(&record).map_err(|x| CorpusError::Invalid {
             path: self.dir.clone(),
             what: format!("record of {name}: {x}"),
@@ -297,7 +365,7 @@ impl Corpus {
                 .db
                 .query_row(
                     "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
-                    params![id, RECORD_KIND, RECORD_SETTINGS],
+                    params![id, record_kind, record_settings],
                     |r| r.get(0),
                 )
                 .map_err(|x| self.db_err(x))?;
@@ -313,12 +381,12 @@ impl Corpus {
                     .map_err(e)?;
                 tx.execute(
                     "INSERT INTO records (doc, kind, settings, body) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, RECORD_KIND, RECORD_SETTINGS, body],
+                    params![id, record_kind, record_settings, body],
                 )
                 .map_err(e)?;
                 tx.execute("DELETE FROM mentions WHERE doc = ?1", [&id])
                     .map_err(e)?;
-                insert_mentions(&tx, &id, &record).map_err(e)?;
+                insert_mentions(&tx, &id, record).map_err(e)?;
                 // The passages did not change: the generation (what the index and the
                 // vectors reflect) stays.
                 tx.commit().map_err(e)?;
@@ -356,10 +424,10 @@ impl Corpus {
         }
         tx.execute(
             "INSERT INTO records (doc, kind, settings, body) VALUES (?1, ?2, ?3, ?4)",
-            params![id, RECORD_KIND, RECORD_SETTINGS, body],
+            params![id, record_kind, record_settings, body],
         )
         .map_err(e)?;
-        insert_mentions(&tx, &id, &record).map_err(e)?;
+        insert_mentions(&tx, &id, record).map_err(e)?;
         tx.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'generation'",
             [generation.to_string()],
@@ -488,11 +556,27 @@ impl Corpus {
         let bytes: usize = docs.iter().map(|d| d.bytes).sum();
         let entities = self.entities()?;
         let generation = self.generation()?;
+        let mut stmt = self
+            .db
+            .prepare("SELECT kind, settings, COUNT(*) FROM records GROUP BY kind, settings ORDER BY kind, settings")
+            .map_err(|x| self.db_err(x))?;
+        let records: Vec<String> = stmt
+            .query_map([], |r| {
+                Ok(format!(
+                    "{} {} ({})",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?
+                ))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
         let mut out = format!(
-            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {RECORD_KIND}, {RECORD_SETTINGS})\n  generation {generation}; lexical index: {} passages{}\n",
+            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {})\n  generation {generation}; lexical index: {} passages{}\n",
             self.dir.display(),
             docs.len(),
             entities.len(),
+            records.join("; "),
             self.indexed(),
             if self.indexed() as usize == passages { "" } else { " (lags: repaired when the writer opens the corpus)" }
         );
@@ -525,7 +609,7 @@ impl CorpusStore for Corpus {
     /// rows assembled from it) in one transaction, then indexes its passages. A text already
     /// in the corpus changes nothing.
     fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError> {
-        let (added, rows) = self.store(name, text)?;
+        let (added, rows) = self.store(name, text, None)?;
         if !rows.is_empty() {
             let generation = self.generation()?;
             self.lexical.apply(false, &[], &rows, generation)?;

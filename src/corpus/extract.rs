@@ -1,0 +1,55 @@
+//! The LLM's extraction record of a document (issue 68, `corpus add --extract llm`): the
+//! QRMeM graph built over the document as the paper builds it (the summary, one joint
+//! extraction call per 600-token segment, the merge; every call through the reply cache, so an
+//! interrupted add resumes without sending a call twice), read per passage as the entities
+//! each passage names. The first phase of construction with the LLM; the assembly is the same
+//! as for the co-occurrence record.
+
+use sha2::{Digest, Sha256};
+
+use super::record::{DocRecord, Record};
+use super::CorpusError;
+use crate::llm::Service;
+use crate::memory::{BuildParams, Builder};
+use crate::prompts::Prompts;
+
+/// The record kind of the LLM's extraction.
+pub const LLM_RECORD_KIND: &str = "llm-graph";
+
+/// What an LLM record is made with: the model, the build parameters and every prompt's text (a
+/// change to any is another record, never read as this one).
+pub fn llm_settings(model: &str, prompts: &Prompts, params: &BuildParams) -> String {
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(params).unwrap_or_default());
+    format!(
+        "v1 model={model} prompts={} params={}",
+        prompts.fingerprint(&crate::prompts::PromptId::ALL),
+        &hex::encode(h.finalize())[..16]
+    )
+}
+
+/// The LLM's record of the document `text` named `name`, over its `passages` (title, text)
+/// as the corpus stores them: the graph built with `params`, `concurrency` calls at a time.
+pub async fn llm_record(
+    llm: &Service,
+    prompts: &Prompts,
+    params: BuildParams,
+    concurrency: usize,
+    name: &str,
+    text: &str,
+    passages: &[(String, String)],
+) -> Result<Record, CorpusError> {
+    let settings = llm_settings(llm.model(), prompts, &params);
+    let memory = Builder::new(llm, prompts, params, concurrency)
+        .build(text, None, name)
+        .await
+        .map_err(|e| CorpusError::Invalid {
+            path: name.into(),
+            what: format!("the LLM's extraction failed: {e}"),
+        })?;
+    Ok(Record {
+        kind: LLM_RECORD_KIND.to_string(),
+        settings,
+        record: DocRecord::from_memory(&memory, passages),
+    })
+}
