@@ -580,6 +580,35 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
     assert!(!hoffmann.is_empty());
     // Other settings are another record: needed again.
     assert!(c.needs_record(text, kind, "v0 another model").unwrap());
+    // An LLM that cannot be reached gives no record (an error naming the document), not a
+    // record without the LLM's part.
+    let down = Arc::new(
+        ScriptedLlm::new([])
+            .with_responder(|_| qrmem::llm::Scripted::Fail("connection refused".into())),
+    );
+    let svc_down = Service::new(down, None, common::velden::policy());
+    let err = qrmem::corpus::llm_record(
+        &svc_down,
+        &prompts,
+        params.clone(),
+        2,
+        "other.txt",
+        "Passage 1:\nAlpha\nAlpha founded Beta in Delta.",
+        &c.passages_of_text(
+            "other.txt",
+            "Passage 1:\nAlpha\nAlpha founded Beta in Delta.",
+        ),
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("other.txt")
+            && err.contains("connection refused")
+            && err.contains("nothing was stored"),
+        "{err}"
+    );
     c.remove(&["velden.txt".into()]).unwrap();
     assert!(c.entities().unwrap().is_empty());
     assert!(c.needs_record(text, kind, &settings).unwrap());

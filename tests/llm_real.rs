@@ -519,3 +519,53 @@ fn garlic_answers_over_the_sample() {
     assert!(steps.iter().any(|s| s["kind"] == "check"));
     assert_eq!(steps.last().unwrap()["kind"], "answer");
 }
+
+/// `corpus add --extract llm` with the real model: the sample's record is the graph the model
+/// builds over it (entities assembled, the record kind listed by `inspect`), and adding it
+/// again extracts nothing.
+#[test]
+fn corpus_add_with_the_llms_record_extracts_once() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let add = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+            .arg("corpus")
+            .arg("--corpus")
+            .arg(&corpus)
+            .args([
+                "add",
+                &format!("{root}/data/sample/velden.txt"),
+                "--extract",
+                "llm",
+            ])
+            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+            .arg("--cache-dir")
+            .arg(shared_cache())
+            .output()
+            .unwrap()
+    };
+    let first = add();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(stderr.contains("added 1 documents"), "{stderr}");
+    let again = add();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("left 1 that had it") && stderr.contains("LLM: 0 requests, 0 from"),
+        "{stderr}"
+    );
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .arg("inspect")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&inspect.stdout).to_string()
+        + &String::from_utf8_lossy(&inspect.stderr);
+    assert!(inspect.status.success(), "{out}");
+    assert!(out.contains("records: llm-graph v1 model="), "{out}");
+    assert!(!out.contains("entities 0 "), "{out}");
+}

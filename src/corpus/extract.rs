@@ -40,13 +40,33 @@ pub async fn llm_record(
     passages: &[(String, String)],
 ) -> Result<Record, CorpusError> {
     let settings = llm_settings(llm.model(), prompts, &params);
-    let memory = Builder::new(llm, prompts, params, concurrency)
+    // The document's own calls: a call that never reached the LLM refuses the record (a build
+    // goes on past failed steps, but a record missing the LLM's part would be stored as the
+    // LLM's and never extracted again). A reply that never parsed is a failed step, as in any
+    // build, and the record keeps the rest.
+    let scoped = llm.scoped();
+    let memory = Builder::new(&scoped, prompts, params, concurrency)
         .build(text, None, name)
         .await
         .map_err(|e| CorpusError::Invalid {
             path: name.into(),
             what: format!("the LLM's extraction failed: {e}"),
         })?;
+    let spent = scoped.ledger().snapshot().total();
+    if spent.errors > 0 {
+        let first = memory
+            .failures
+            .first()
+            .map(|f| format!(": {}", f.error))
+            .unwrap_or_default();
+        return Err(CorpusError::Invalid {
+            path: name.into(),
+            what: format!(
+                "{} of its LLM calls failed{first}; nothing was stored for it (add it again once the LLM answers: the calls that did are in the reply cache)",
+                spent.errors
+            ),
+        });
+    }
     Ok(Record {
         kind: LLM_RECORD_KIND.to_string(),
         settings,
