@@ -144,27 +144,13 @@ fn entity_homes<C: CorpusStore + ?Sized>(
     question: &str,
     best: &(String, usize),
 ) -> Result<Vec<(String, usize)>, CorpusError> {
-    let mut candidates: Vec<(String, usize)> = Vec::new();
+    let mut keys = Vec::new();
     for (key, _) in c.entities_of(&best.0, best.1)? {
-        if key.chars().count() < MIN_NAME {
-            continue;
-        }
-        for p in c.homes_of(&key)? {
-            if p != *best && !candidates.contains(&p) {
-                candidates.push(p);
-            }
+        if key.chars().count() >= MIN_NAME {
+            keys.push(key);
         }
     }
-    let mut texts = Vec::with_capacity(candidates.len());
-    for (doc, idx) in &candidates {
-        texts.push(c.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
-    }
-    let order = Bm25::new(&texts).rank(question);
-    Ok(order
-        .into_iter()
-        .take(HOP_HOMES)
-        .filter_map(|(i, _)| candidates.get(i).cloned())
-        .collect())
+    best_homes(c, &keys, Some(best), question, HOP_HOMES)
 }
 
 /// The own passages of E_s (the passages whose title entity is one the question names, not
@@ -174,13 +160,28 @@ fn own_start<C: CorpusStore + ?Sized>(
     question: &str,
 ) -> Result<Vec<(String, usize)>, CorpusError> {
     let record = super::DocRecord::cooccurrence(&[("", question)]);
-    let mut candidates: Vec<(String, usize)> = Vec::new();
+    let mut keys = Vec::new();
     for e in record.passages.iter().flatten() {
-        if e.key.chars().count() < MIN_NAME || c.passages_of(&e.key)?.len() > GENERIC_LINKS {
-            continue;
+        if e.key.chars().count() >= MIN_NAME && c.passages_of(&e.key)?.len() <= GENERIC_LINKS {
+            keys.push(e.key.clone());
         }
-        for p in c.homes_of(&e.key)? {
-            if !candidates.contains(&p) {
+    }
+    best_homes(c, &keys, None, question, OWN_STARTS)
+}
+
+/// The own passages of the entities `keys` (each once, not `except`), best for `question` by
+/// BM25 over their texts first, at most `n`.
+fn best_homes<C: CorpusStore + ?Sized>(
+    c: &C,
+    keys: &[String],
+    except: Option<&PassageRef>,
+    question: &str,
+    n: usize,
+) -> Result<Vec<PassageRef>, CorpusError> {
+    let mut candidates: Vec<PassageRef> = Vec::new();
+    for key in keys {
+        for p in c.homes_of(key)? {
+            if Some(&p) != except && !candidates.contains(&p) {
                 candidates.push(p);
             }
         }
@@ -192,7 +193,7 @@ fn own_start<C: CorpusStore + ?Sized>(
     let order = Bm25::new(&texts).rank(question);
     Ok(order
         .into_iter()
-        .take(OWN_STARTS)
+        .take(n)
         .filter_map(|(i, _)| candidates.get(i).cloned())
         .collect())
 }
