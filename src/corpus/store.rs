@@ -269,16 +269,18 @@ impl Corpus {
         kind: &str,
         settings: &str,
     ) -> Result<bool, CorpusError> {
-        let id = hex::encode(Sha256::digest(text.as_bytes()));
-        let has: bool = self
-            .db
+        Ok(!self.has_record(&doc_id(text), kind, settings)?)
+    }
+
+    /// Whether the document `id` has a record of `kind` and `settings`.
+    fn has_record(&self, id: &str, kind: &str, settings: &str) -> Result<bool, CorpusError> {
+        self.db
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
                 params![id, kind, settings],
                 |r| r.get(0),
             )
-            .map_err(|x| self.db_err(x))?;
-        Ok(!has)
+            .map_err(|x| self.db_err(x))
     }
 
     /// Adds one document with an extraction record made outside the store (the LLM's:
@@ -324,7 +326,7 @@ impl Corpus {
         text: &str,
         given: Option<&Record>,
     ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
-        let id = hex::encode(Sha256::digest(text.as_bytes()));
+        let id = doc_id(text);
         let present: Option<String> = self
             .db
             .query_row("SELECT name FROM documents WHERE id = ?1", [&id], |r| {
@@ -361,15 +363,7 @@ impl Corpus {
         if let Some(name) = present {
             // Present: its record of these settings is kept; a record of other settings (an
             // older extraction) gets this one beside it, and the assembly follows the new one.
-            let has: bool = self
-                .db
-                .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
-                    params![id, record_kind, record_settings],
-                    |r| r.get(0),
-                )
-                .map_err(|x| self.db_err(x))?;
-            if !has {
+            if !self.has_record(&id, record_kind, record_settings)? {
                 let path = self.dir.join("corpus.sqlite");
                 let e = |source| CorpusError::Db {
                     path: path.clone(),
@@ -844,6 +838,11 @@ impl CorpusStore for Corpus {
         scored.truncate(k);
         Ok(scored)
     }
+}
+
+/// A document's id: the SHA-256 of its text, hex.
+pub fn doc_id(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {

@@ -7,7 +7,6 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::datasets::MultiHopRaw;
 use super::paired::{interval, Interval};
@@ -173,7 +172,5 @@ pub fn corpus_recall(
 
 /// The id a paragraph has in the corpus (the SHA-256 of its document text, hex).
 pub fn paragraph_id(title: &str, sentences: &[String]) -> String {
-    hex::encode(Sha256::digest(
-        paragraph_document(title, sentences).as_bytes(),
-    ))
+    crate::corpus::doc_id(&paragraph_document(title, sentences))
 }
