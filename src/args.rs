@@ -109,6 +109,20 @@ pub(crate) struct CorpusArgs {
     pub(crate) command: CorpusCommand,
 }
 
+/// A multi-hop dev file and how many of its questions (`corpus recall` and `corpus qa`).
+#[derive(Args)]
+pub(crate) struct DevFileArgs {
+    /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
+    #[arg(long = "in", value_name = "FILE")]
+    pub(crate) input: PathBuf,
+    /// Which dataset the file holds: hotpotqa, 2wiki or musique.
+    #[arg(long, default_value = "hotpotqa")]
+    pub(crate) dataset: String,
+    /// Only the first N questions.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+}
+
 #[derive(Subcommand)]
 pub(crate) enum CorpusCommand {
     /// Adds documents: files, or directories (their .txt and .md files, recursively). Each
@@ -149,34 +163,20 @@ pub(crate) enum CorpusCommand {
     /// document of the corpus, every question asked against all of them; prints passage
     /// recall@2 and @5 per retriever (use an empty --corpus directory of its own).
     Recall {
-        /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
-        #[arg(long = "in", value_name = "FILE")]
-        input: PathBuf,
-        /// Which dataset the file holds: hotpotqa, 2wiki or musique.
-        #[arg(long, default_value = "hotpotqa")]
-        dataset: String,
-        /// Only the first N questions.
-        #[arg(long)]
-        limit: Option<usize>,
+        #[command(flatten)]
+        dev: DevFileArgs,
         /// Also write the measurement (per question too) as JSON here.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
-    /// QA over the corpus: the first questions of a multi-hop dev file (their file's
-    /// paragraphs added as `recall` adds them) answered by the LLM from the passages each
+    /// QA over the corpus: the first questions of a multi-hop dev file (every paragraph of
+    /// the file added, whatever --limit, as `recall` adds them) answered by the LLM from the passages each
     /// retriever ranks best; writes OUT/results.jsonl (a line per question and retriever, as
     /// each finishes; a second run answers only what is missing) and OUT/report.md (EM, F1,
     /// the gold paragraphs shown, F1 paired with the first retriever).
     Qa {
-        /// The dev file: HotpotQA distractor JSON, 2WikiMultihopQA JSON or MuSiQue jsonl.
-        #[arg(long = "in", value_name = "FILE")]
-        input: PathBuf,
-        /// Which dataset the file holds: hotpotqa, 2wiki or musique.
-        #[arg(long, default_value = "hotpotqa")]
-        dataset: String,
-        /// Only the first N questions (every paragraph of the file is in the corpus).
-        #[arg(long)]
-        limit: Option<usize>,
+        #[command(flatten)]
+        dev: DevFileArgs,
         /// Comma-separated retrievers; the first is the one the others are paired with.
         #[arg(long, default_value = "bm25,bm25-hop,graph-own-hop")]
         retrievers: String,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::{AskArgs, CorpusArgs, CorpusCommand};
+use crate::args::{AskArgs, CorpusArgs, CorpusCommand, DevFileArgs};
 use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
 use qrmem::eval::corpus_qa::corpus_qa;
 use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall};
@@ -35,17 +35,7 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             // others are added.
             let mut refused: Vec<String> = Vec::new();
             let docs = files.iter().filter_map(|f| {
-                let why = match std::fs::read_to_string(f) {
-                    Ok(text) if !text.trim().is_empty() => {
-                        return Some((f.display().to_string(), text))
-                    }
-                    Ok(_) => "empty: nothing to add".to_string(),
-                    Err(e) => format!("cannot be read ({e}; documents are UTF-8 text)"),
-                };
-                bar.println(format!("{}: {why}", f.display()));
-                bar.inc(1);
-                refused.push(format!("{}: {why}", f.display()));
-                None
+                read_or_refuse(f, &bar, &mut refused).map(|text| (f.display().to_string(), text))
             });
             let (mut new, mut present) = (0, 0);
             corpus.add_all(docs, |name, added| {
@@ -63,14 +53,7 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 "added {new} documents ({present} already present) to {}",
                 dir.display()
             );
-            if !refused.is_empty() {
-                bail!(
-                    "{} of {} files were not added:\n  {}",
-                    refused.len(),
-                    files.len(),
-                    refused.join("\n  ")
-                );
-            }
+            none_refused(&refused, files.len())?;
         }
         CorpusCommand::Remove { docs } => {
             let mut corpus = Corpus::open_existing(&dir)?;
@@ -120,14 +103,10 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 println!("{}. {name} (passage {idx})\n{}\n", rank + 1, text.trim());
             }
         }
-        CorpusCommand::Recall {
-            input,
-            dataset,
-            limit,
-            json,
-        } => {
-            let mut items = load_multihop_raw(dataset, input)?;
-            items.truncate(limit.unwrap_or(items.len()));
+        CorpusCommand::Recall { dev, json } => {
+            let dataset = &dev.dataset;
+            let mut items = load_multihop_raw(dataset, &dev.input)?;
+            items.truncate(dev.limit.unwrap_or(items.len()));
             let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
             // The dense row when the embedder loads; without it, the lexical rows.
             let embedder = match qrmem::embed::from_config(config) {
@@ -167,25 +146,11 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             }
         }
         CorpusCommand::Qa {
-            input,
-            dataset,
-            limit,
+            dev,
             retrievers,
             context_tokens,
             out,
-        } => {
-            qa(
-                config,
-                &dir,
-                input,
-                dataset,
-                *limit,
-                retrievers,
-                *context_tokens,
-                out,
-            )
-            .await?
-        }
+        } => qa(config, &dir, dev, retrievers, *context_tokens, out).await?,
     }
     Ok(())
 }
@@ -211,20 +176,8 @@ async fn add_llm(
     for f in &files {
         let name = f.display().to_string();
         bar.set_message(name.clone());
-        let text = match std::fs::read_to_string(f) {
-            Ok(t) if !t.trim().is_empty() => t,
-            Ok(_) => {
-                refused.push(format!("{name}: empty: nothing to add"));
-                bar.inc(1);
-                continue;
-            }
-            Err(e) => {
-                refused.push(format!(
-                    "{name}: cannot be read ({e}; documents are UTF-8 text)"
-                ));
-                bar.inc(1);
-                continue;
-            }
+        let Some(text) = read_or_refuse(f, &bar, &mut refused) else {
+            continue;
         };
         if !corpus.needs_record(&text, qrmem::corpus::LLM_RECORD_KIND, &settings)? {
             had += 1;
@@ -259,25 +212,44 @@ async fn add_llm(
         spent.requests,
         spent.cache_hits
     );
+    none_refused(&refused, files.len())
+}
+
+/// `f` read as a document (`methods::read_document`: readable, UTF-8 text, not empty), or None
+/// once the reason is printed above `bar`, counted on it and kept in `refused`.
+fn read_or_refuse(
+    f: &Path,
+    bar: &indicatif::ProgressBar,
+    refused: &mut Vec<String>,
+) -> Option<String> {
+    match qrmem::methods::read_document(f) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            bar.println(e.to_string());
+            bar.inc(1);
+            refused.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// Fails naming every file of `refused` (of `total` given); Ok when there is none.
+fn none_refused(refused: &[String], total: usize) -> Result<()> {
     if !refused.is_empty() {
         bail!(
-            "{} of {} files were not added:\n  {}",
+            "{} of {total} files were not added:\n  {}",
             refused.len(),
-            files.len(),
             refused.join("\n  ")
         );
     }
     Ok(())
 }
 
-/// `qrmem corpus qa`: the first `limit` questions of `input` answered across the corpus.
-#[allow(clippy::too_many_arguments)]
+/// `qrmem corpus qa`: the first questions of the dev file `dev` answered across the corpus.
 async fn qa(
     config: &qrmem::Config,
     dir: &Path,
-    input: &Path,
-    dataset: &str,
-    limit: Option<usize>,
+    dev: &DevFileArgs,
     retrievers: &str,
     context_tokens: usize,
     out: &Path,
@@ -290,7 +262,8 @@ async fn qa(
     if retrievers.contains(&Retriever::Dense) {
         bail!("corpus qa: the dense retriever is not offered here (its vectors take long to embed); use corpus recall for it");
     }
-    let mut items = load_multihop_raw(dataset, input)?;
+    let dataset = dev.dataset.as_str();
+    let mut items = load_multihop_raw(dataset, &dev.input)?;
     let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
     let bar = qrmem::progress::count_bar(0, "");
     add_paragraphs(&items, &mut corpus, |what, done, total| {
@@ -298,7 +271,7 @@ async fn qa(
         bar.set_message(what.to_string());
         bar.set_position(done as u64);
     })?;
-    items.truncate(limit.unwrap_or(items.len()));
+    items.truncate(dev.limit.unwrap_or(items.len()));
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;

@@ -529,8 +529,8 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
     let t = text(&bad);
     assert!(
         t.contains("2 of 5 files were not added")
-            && t.contains("c.txt: cannot be read")
-            && t.contains("d.txt: empty"),
+            && t.contains("c.txt is not UTF-8 text")
+            && t.contains("d.txt is empty"),
         "{t}"
     );
     assert!(t.contains("added 2 documents (1 already present)"), "{t}");
