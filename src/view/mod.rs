@@ -93,10 +93,7 @@ pub fn write_page(
     out: &std::path::Path,
 ) -> Result<String, ViewError> {
     let (page, data) = page_of_files(memory, trace)?;
-    std::fs::write(out, page.as_bytes()).map_err(|e| ViewError::Write {
-        path: out.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    write_file(out, &page)?;
     Ok(format!(
         "wrote {} ({} nodes, {} edges, {} trace steps, {} units)",
         out.display(),
@@ -117,10 +114,7 @@ pub fn write_corpus_page(
 ) -> Result<String, ViewError> {
     let corpus = crate::corpus::Corpus::open_existing(dir)?;
     let data = corpus_data(&corpus, question, retriever, budget)?;
-    std::fs::write(out, render(&data)?.as_bytes()).map_err(|e| ViewError::Write {
-        path: out.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    write_file(out, &render(&data)?)?;
     Ok(format!(
         "wrote {} ({} entities, {} links, {} passages, {} shown)",
         out.display(),
@@ -129,6 +123,14 @@ pub fn write_corpus_page(
         data.units.len(),
         data.units.iter().filter(|u| u.answer).count()
     ))
+}
+
+/// Writes `page` to `out`, an error naming it.
+fn write_file(out: &std::path::Path, page: &str) -> Result<(), ViewError> {
+    std::fs::write(out, page.as_bytes()).map_err(|e| ViewError::Write {
+        path: out.display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// The page of the memory file `memory` and (optionally) the trace file `trace` over it.
