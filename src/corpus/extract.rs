@@ -11,19 +11,29 @@ use super::record::{DocRecord, Record};
 use super::CorpusError;
 use crate::llm::Service;
 use crate::memory::{BuildParams, Builder};
-use crate::prompts::Prompts;
+use crate::prompts::{PromptId, Prompts};
 
 /// The record kind of the LLM's extraction.
 pub const LLM_RECORD_KIND: &str = "llm-graph";
 
-/// What an LLM record is made with: the model, the build parameters and every prompt's text (a
-/// change to any is another record, never read as this one).
+/// The prompts a graph build sends (`memory::build`: the summary, the joint extraction in
+/// either reply format, Relation Update).
+const BUILD_PROMPTS: [PromptId; 4] = [
+    PromptId::Summary,
+    PromptId::Extract,
+    PromptId::ExtractCompact,
+    PromptId::RelationUpdate,
+];
+
+/// What an LLM record is made with: the model, the build parameters and the build's prompts
+/// (a change to any is another record, never read as this one; a change to another prompt,
+/// the answer's say, leaves the records as they are).
 pub fn llm_settings(model: &str, prompts: &Prompts, params: &BuildParams) -> String {
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(params).unwrap_or_default());
     format!(
         "v1 model={model} prompts={} params={}",
-        prompts.fingerprint(&crate::prompts::PromptId::ALL),
+        prompts.fingerprint(&BUILD_PROMPTS),
         &hex::encode(h.finalize())[..16]
     )
 }
