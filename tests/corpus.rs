@@ -24,6 +24,15 @@ type State = (
     Vec<(String, String, usize, usize, usize)>,
 );
 
+/// A corpus in `dir` of A, B and C, added in that order.
+fn abc(dir: &std::path::Path) -> Corpus {
+    let mut c = open(dir);
+    c.add("a.txt", A).unwrap();
+    c.add("b.txt", B).unwrap();
+    c.add("c.txt", C).unwrap();
+    c
+}
+
 fn state(c: &Corpus) -> State {
     let passages = c
         .all_passages()
@@ -107,10 +116,7 @@ fn the_same_text_is_stored_once_and_names_resolve_by_name_or_id_prefix() {
 #[test]
 fn the_hop_brings_the_own_passage_of_a_title_the_best_passage_names() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = open(dir.path());
-    c.add("a.txt", A).unwrap();
-    c.add("b.txt", B).unwrap();
-    c.add("c.txt", C).unwrap();
+    let c = abc(dir.path());
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
     let plain = c.rank(Retriever::Bm25, q, 2, None).unwrap();
     let hop = c.rank(Retriever::Bm25Hop, q, 2, None).unwrap();
@@ -305,10 +311,7 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
     use qrmem::llm::{Scripted, ScriptedLlm, Service};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
-    let mut c = open(dir.path());
-    c.add("a.txt", A).unwrap();
-    c.add("b.txt", B).unwrap();
-    c.add("c.txt", C).unwrap();
+    let c = abc(dir.path());
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(|_| {
         Scripted::Reply(r#"{"reasoning": "Tim Hortons has 4,613.", "answer": "4,613"}"#.into())
     }));
@@ -363,10 +366,7 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
 #[test]
 fn the_graph_start_puts_the_passages_of_the_questions_entities_first() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = open(dir.path());
-    c.add("a.txt", A).unwrap();
-    c.add("b.txt", B).unwrap();
-    c.add("c.txt", C).unwrap();
+    let c = abc(dir.path());
     // "restaurant chain" pulls Tim Hortons' passage up for BM25; the question names Ontario.
     let q = "Which restaurant chain restaurant chain is in Ontario?";
     let bm25 = c.rank(Retriever::Bm25, q, 3, None).unwrap();
@@ -384,10 +384,7 @@ fn the_graph_start_puts_the_passages_of_the_questions_entities_first() {
 #[test]
 fn the_own_hop_starts_at_the_question_entitys_own_passage() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = open(dir.path());
-    c.add("a.txt", A).unwrap();
-    c.add("b.txt", B).unwrap();
-    c.add("c.txt", C).unwrap();
+    let c = abc(dir.path());
     let q = "Which restaurant chain restaurant chain is in Hamilton?";
     let a = c.resolve("a.txt").unwrap();
     let b = c.resolve("b.txt").unwrap();
@@ -498,10 +495,7 @@ async fn corpus_qa_scores_every_pair_once_and_resumes() {
 #[test]
 fn a_corpus_page_shows_the_ranked_passages_and_their_entities() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = open(dir.path());
-    c.add("a.txt", A).unwrap();
-    c.add("b.txt", B).unwrap();
-    c.add("c.txt", C).unwrap();
+    let c = abc(dir.path());
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
     let data = qrmem::view::corpus_data(&c, q, Retriever::GraphOwnHop, 60).unwrap();
     assert_eq!(data.kind, "corpus");

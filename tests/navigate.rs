@@ -939,18 +939,10 @@ async fn the_second_hop_start_puts_the_bridge_entitys_segment_next() {
     );
 }
 
-/// The hop (`navigate.start_hop`) puts the own passage of an entity the best passage names
-/// (the passage titled with its name, a parenthesis aside) right after the best one, though no
-/// entity of E_s links it; a passage that only names the entity does not count as its own.
-#[tokio::test]
-async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next() {
+/// The test memory with `texts` as its units (LongBench passages, in order) and each named
+/// entity linked to the units given.
+fn titled(texts: &[&str], links: &[(&str, &[usize])]) -> Memory {
     let mut m = memory(5);
-    let texts = [
-        "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
-        "Passage 2:\nGamma\nGamma is a fruit stall where Alpha likes bananas.\n\n",
-        "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
-        "Passage 4:\nEpsilon\nEpsilon once wrote about Beta and its headquarters.\n\n",
-    ];
     let mut pos = 0;
     m.segments = texts
         .iter()
@@ -967,15 +959,32 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
             s
         })
         .collect();
-    for (name, segs) in [
-        ("Alpha", vec![0, 1]),
-        ("Beta", vec![0, 2, 3]),
-        ("Gamma", vec![1]),
-        ("Delta", vec![2]),
-    ] {
+    for (name, segs) in links {
         let n = m.find_entity(name).unwrap();
-        m.graph[n].segments = segs.into_iter().collect();
+        m.graph[n].segments = segs.iter().copied().collect();
     }
+    m
+}
+
+/// The hop (`navigate.start_hop`) puts the own passage of an entity the best passage names
+/// (the passage titled with its name, a parenthesis aside) right after the best one, though no
+/// entity of E_s links it; a passage that only names the entity does not count as its own.
+#[tokio::test]
+async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next() {
+    let mut m = titled(
+        &[
+            "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
+            "Passage 2:\nGamma\nGamma is a fruit stall where Alpha likes bananas.\n\n",
+            "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
+            "Passage 4:\nEpsilon\nEpsilon once wrote about Beta and its headquarters.\n\n",
+        ],
+        &[
+            ("Alpha", &[0, 1]),
+            ("Beta", &[0, 2, 3]),
+            ("Gamma", &[1]),
+            ("Delta", &[2]),
+        ],
+    );
     let (plain, _) = ask(&m, options(Method::Kn, 4096, 1), vec![]).await;
     assert!(
         plain.steps[0].note.contains("kept [0, 1]"),
@@ -1006,38 +1015,20 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
 /// question's entity (E_s = Alpha), not from the best-ranked unit, and follows its names.
 #[tokio::test]
 async fn the_own_start_hops_from_the_question_entitys_own_passage() {
-    let mut m = memory(5);
-    let texts = [
-        "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
-        "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
-        "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
-        "Passage 4:\nEpsilon\nEpsilon says the company Alpha founded does have its headquarters where Gamma sells fruit.\n\n",
-    ];
-    let mut pos = 0;
-    m.segments = texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let s = Segment {
-                index: i,
-                start: pos,
-                end: pos + t.len(),
-                text: t.to_string(),
-                tokens: count_tokens(t),
-            };
-            pos = s.end;
-            s
-        })
-        .collect();
-    for (name, segs) in [
-        ("Alpha", vec![0, 3]),
-        ("Beta", vec![0, 2]),
-        ("Gamma", vec![1, 3]),
-        ("Delta", vec![2]),
-    ] {
-        let n = m.find_entity(name).unwrap();
-        m.graph[n].segments = segs.into_iter().collect();
-    }
+    let m = titled(
+        &[
+            "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
+            "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
+            "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
+            "Passage 4:\nEpsilon\nEpsilon says the company Alpha founded does have its headquarters where Gamma sells fruit.\n\n",
+        ],
+        &[
+            ("Alpha", &[0, 3]),
+            ("Beta", &[0, 2]),
+            ("Gamma", &[1, 3]),
+            ("Delta", &[2]),
+        ],
+    );
     let mut opts = options(Method::Kn, 4096, 1);
     opts.start_hop = true;
     let (hopped, _) = ask(&m, opts.clone(), vec![]).await;

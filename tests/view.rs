@@ -115,6 +115,18 @@ fn assert_clean(l: &Loaded) {
     );
 }
 
+/// The page drew every node and edge of its data.
+fn assert_draws(loaded: &Loaded, data: &qrmem::view::ViewData) {
+    assert_eq!(
+        attr(&loaded.dom, "graph", "data-nodes").unwrap(),
+        data.nodes.len().to_string()
+    );
+    assert_eq!(
+        attr(&loaded.dom, "graph", "data-edges").unwrap(),
+        data.edges.len().to_string()
+    );
+}
+
 /// A trace of KN over the velden memory: E_s, one check, one expansion over a real edge.
 fn velden_trace(m: &Memory) -> Trace {
     let edge = m
@@ -193,14 +205,7 @@ async fn a_graph_page_loads_clean_and_draws_the_traces_neighbourhood() {
     assert!(data.units.iter().any(|u| !u.gold.is_empty()), "gold marked");
     let loaded = load(&browser, &write(dir.path(), "velden.html", &page));
     assert_clean(&loaded);
-    assert_eq!(
-        attr(&loaded.dom, "graph", "data-nodes").unwrap(),
-        data.nodes.len().to_string()
-    );
-    assert_eq!(
-        attr(&loaded.dom, "graph", "data-edges").unwrap(),
-        data.edges.len().to_string()
-    );
+    assert_draws(&loaded, &data);
     // The timeline has one entry per step, the strip one box per segment.
     assert_eq!(
         loaded.dom.matches("data-step=\"").count(),
@@ -444,13 +449,6 @@ fn a_corpus_page_loads_clean_and_draws_its_passages() {
     let page = qrmem::view::render(&data).unwrap();
     let loaded = load(&browser, &write(dir.path(), "corpus.html", &page));
     assert_clean(&loaded);
-    assert_eq!(
-        attr(&loaded.dom, "graph", "data-nodes").unwrap(),
-        data.nodes.len().to_string()
-    );
-    assert_eq!(
-        attr(&loaded.dom, "graph", "data-edges").unwrap(),
-        data.edges.len().to_string()
-    );
+    assert_draws(&loaded, &data);
     assert_eq!(loaded.dom.matches("class=\"unit").count(), data.units.len());
 }
