@@ -646,6 +646,42 @@ async fn an_s_imp_larger_than_the_window_is_ranked_and_cut_and_an_expansion_reac
 }
 
 #[tokio::test]
+async fn the_filled_final_context_keeps_the_last_s_mix_and_fills_the_room_it_leaves() {
+    // As above: S_imp is cut to segment 1, the trial adds Beta's segment 3, and the last S_mix
+    // [1, 3] leaves room for one more segment, which the start's order gives (the next of
+    // S_imp's ranking): the answer shows three segments, the last S_mix among them.
+    let mut m = memory(300);
+    let alpha = m.find_entity("Alpha").unwrap();
+    m.graph[alpha].segments = (0..5).collect();
+    let window = window_for(&m, 3, 10);
+    let filled = Answer {
+        final_context: FinalContext::SMixFilled,
+        ..Answer::default()
+    };
+    let (t, llm) = ask_answering(&m, options(Method::Kn, window, 1), filled, vec![]).await;
+    let d = t.diagnostics();
+    assert_eq!(d.checks.last().unwrap().segments, vec![1, 3]);
+    assert_eq!(t.final_segments.len(), 3, "{:?}", t.final_segments);
+    assert!(t.final_segments.contains(&1) && t.final_segments.contains(&3));
+    let answer = t.steps.last().unwrap();
+    assert!(
+        answer.note.contains("final S_mix (2 units), filled"),
+        "{}",
+        answer.note
+    );
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(p.contains("Delta is the city where Beta has its headquarters"));
+    // The checks are those of the plain last S_mix: only the answer prompt differs.
+    let s_mix = Answer {
+        final_context: FinalContext::SMix,
+        ..Answer::default()
+    };
+    let (t2, _) = ask_answering(&m, options(Method::Kn, window, 1), s_mix, vec![]).await;
+    assert_eq!(t2.final_segments, vec![1, 3]);
+    assert_eq!(t2.diagnostics().checks, d.checks);
+}
+
+#[tokio::test]
 async fn the_ranked_final_context_shows_a_segment_the_window_dropped_during_navigation() {
     // The window holds two segments beside the prompt. Trial 1 brings Beta's segments 1 and 3;
     // only segment 1 fits beside S_imp (segment 0), so 3, the headquarters, is dropped.

@@ -330,7 +330,7 @@ impl Default for NavigateConfig {
 
 /// The final answer step of the navigators (`[answer]`, issue 66 item 5): which of the units
 /// the last prompt shows, how many, in which order, and what stands above them. A method name's
-/// modifiers (`-final-s-mix`, `-answer-topN`, `-sentencesN`, `-relevance-order`, `-path`) set
+/// modifiers (`-final-s-mix`, `-final-filled`, `-answer-topN`, `-sentencesN`, `-relevance-order`, `-path`) set
 /// the same fields for that method; the baselines' answer context is their name's
 /// (`bm25-passages400`). The unit and the budget of every prompt are `[navigate]`'s
 /// `passage_tokens` and `context_tokens`.
@@ -338,7 +338,9 @@ impl Default for NavigateConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AnswerConfig {
     /// KN, when its trials are spent without an answer: `ranked` (the best, for the question,
-    /// of all of S_imp and every segment the expansions brought) or `s-mix` (the last S_mix).
+    /// of all of S_imp and every segment the expansions brought), `s-mix` (the last S_mix) or
+    /// `s-mix-filled` (the last S_mix, then the start's order and the question's BM25 to the
+    /// budget).
     pub final_context: FinalContext,
     /// The order of the units in the final answer prompt: `document` (the paper) or
     /// `relevance` (the start set by rank, then the added units by score).
@@ -1022,7 +1024,7 @@ mod tests {
             (
                 "[answer]\nfinal_context = \"all\"\n",
                 "answer.final_context",
-                "unknown final context 'all' (ranked or s-mix)",
+                "unknown final context 'all' (ranked, s-mix or s-mix-filled)",
             ),
             (
                 "[memory]\nextraction_format = \"short\"\n",

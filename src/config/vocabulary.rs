@@ -88,6 +88,10 @@ pub enum FinalContext {
     /// The last S_mix, as the last check saw it (the paper's loop has no trial limit, so it
     /// never reaches this point).
     SMix,
+    /// The last S_mix first, then the rest of the start's order (the hop's, with `-hop`), then
+    /// the document's units by the question's BM25, while they fit the answer's budget: the
+    /// path's passages, and the best of the rest in the room the last S_mix leaves.
+    SMixFilled,
 }
 
 impl FinalContext {
@@ -95,6 +99,7 @@ impl FinalContext {
         match self {
             FinalContext::Ranked => "ranked",
             FinalContext::SMix => "s-mix",
+            FinalContext::SMixFilled => "s-mix-filled",
         }
     }
 }
@@ -105,7 +110,10 @@ impl FromStr for FinalContext {
         match s.to_ascii_lowercase().as_str() {
             "ranked" => Ok(FinalContext::Ranked),
             "s-mix" | "s_mix" => Ok(FinalContext::SMix),
-            other => Err(format!("unknown final context '{other}' (ranked or s-mix)")),
+            "s-mix-filled" | "s_mix_filled" => Ok(FinalContext::SMixFilled),
+            other => Err(format!(
+                "unknown final context '{other}' (ranked, s-mix or s-mix-filled)"
+            )),
         }
     }
 }

@@ -25,6 +25,9 @@ pub struct Navigate {
     pub relevance_order: bool,
     /// KN answers, when its trials are spent, from the last S_mix (true) or as configured.
     pub final_s_mix: bool,
+    /// KN answers, when its trials are spent, from the last S_mix filled to the budget with the
+    /// start's order and the question's BM25 (`answer.final_context = s-mix-filled`).
+    pub final_filled: bool,
     /// The final answer prompt shows at most this many segments, the best first (0: as
     /// configured).
     pub answer_segments: usize,
@@ -51,7 +54,7 @@ pub struct Navigate {
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -final-filled (KN: the last S_mix filled to the budget), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
@@ -106,6 +109,13 @@ pub const MODIFIERS: &[Modifier] = &[
         set: |n, _| n.final_s_mix = true,
     },
     Modifier {
+        suffix: "-final-filled",
+        numbered: false,
+        effect: "KN: answers from the last S_mix when its trials are spent, filled to the budget with the rest of the start's order, then the document's units by the question's BM25 (answer.final_context = s-mix-filled)",
+        get: |n| usize::from(n.final_filled),
+        set: |n, _| n.final_filled = true,
+    },
+    Modifier {
         suffix: "-answer-top",
         numbered: true,
         effect: "the final answer prompt shows at most N segments (answer.max_units)",
@@ -157,6 +167,7 @@ fn parse(name: &str) -> Option<MethodSpec> {
         memory: MemoryKind::Graph,
         relevance_order: false,
         final_s_mix: false,
+        final_filled: false,
         answer_segments: 0,
         answer_sentences: 0,
         check_percent: 0,
@@ -231,7 +242,9 @@ impl Navigate {
         let kn = self.method == NavMethod::Kn;
         !(ges && (!self.reflection || !self.navigation || self.bridge)
             || self.method == NavMethod::Te && !self.reflection
-            || !kn && (self.final_s_mix || self.check_percent > 0 || self.path)
+            || !kn
+                && (self.final_s_mix || self.final_filled || self.check_percent > 0 || self.path)
+            || self.final_s_mix && self.final_filled
             || self.check_percent > 99
             || ges && self.hop
             || self.bridge && self.hop
@@ -248,6 +261,9 @@ impl Navigate {
         }
         if self.final_s_mix {
             a.final_context = FinalContext::SMix;
+        }
+        if self.final_filled {
+            a.final_context = FinalContext::SMixFilled;
         }
         if self.answer_segments > 0 {
             a.max_units = self.answer_segments;

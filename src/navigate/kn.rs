@@ -18,12 +18,14 @@ pub(crate) const MAX_IDLE_PICKS: usize = 12;
 const EDGE_TIE: f32 = 1e-3;
 
 impl Navigator<'_> {
-    /// Algorithm 1 from the start entities `start` and the ranked, cut start set `s_imp`.
+    /// Algorithm 1 from the start entities `start` and the ranked, cut start set `s_imp`;
+    /// `start_order` is the start set's whole order before the cut (the hop's with `-hop`).
     pub(crate) async fn kn(
         &self,
         run: &mut Run,
         start: &BTreeSet<NodeIndex>,
         s_imp: &[usize],
+        start_order: &[usize],
     ) -> Result<Check, NavigateError> {
         // 1: S_imp (ranked and cut to the start share of the window); S_add <- {}.
         let mut s_add: BTreeMap<usize, f32> = BTreeMap::new();
@@ -186,6 +188,35 @@ impl Navigator<'_> {
                 let add = sorted(&s_add);
                 self.final_answer(run, s_imp, &add, "answered from the final S_mix")
                     .await
+            }
+            FinalContext::SMixFilled => {
+                // The last S_mix as the last check saw it (S_imp in its order, then S_add by
+                // score), then the rest of the start's order, then every unit by the
+                // question's BM25; the window takes them in this order while they fit.
+                let add = sorted(&s_add);
+                let last = self.shown(run, s_imp, &add)?;
+                let mut order: Vec<usize> = s_imp
+                    .iter()
+                    .copied()
+                    .chain(add.iter().map(|&(s, _)| s))
+                    .filter(|s| last.contains(s))
+                    .collect();
+                let s_mix = order.len();
+                let by_question =
+                    crate::text::Bm25::over(&self.memory.segments).rank(&run.question);
+                for s in start_order
+                    .iter()
+                    .copied()
+                    .chain(by_question.into_iter().map(|(s, _)| s))
+                {
+                    if !order.contains(&s) {
+                        order.push(s);
+                    }
+                }
+                let note = format!(
+                    "answered from the final S_mix ({s_mix} units), filled by the start's order and the question's BM25"
+                );
+                self.final_answer(run, &order, &[], &note).await
             }
             FinalContext::Ranked => {
                 // The best of all of S_imp and everything the expansions brought, ranked as the

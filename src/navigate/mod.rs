@@ -180,7 +180,8 @@ impl<'a> Navigator<'a> {
                     }
                 }
                 if self.opts.method == NavMethod::Kn {
-                    self.kn(&mut run, &start, &s_imp).await?
+                    let order: Vec<usize> = ranked.iter().map(|&(s, _)| s).collect();
+                    self.kn(&mut run, &start, &s_imp, &order).await?
                 } else {
                     self.te(&mut run, &start, &s_imp).await?
                 }
