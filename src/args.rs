@@ -177,7 +177,9 @@ pub(crate) enum CorpusCommand {
     Qa {
         #[command(flatten)]
         dev: DevFileArgs,
-        /// Comma-separated retrievers; the first is the one the others are paired with.
+        /// Comma-separated retrievers or navigators over the co-occurrence memory of each
+        /// question's candidate passages (as `ask --corpus --retriever` takes them); the first
+        /// is the one the others are paired with.
         #[arg(long, default_value = "bm25,bm25-hop,graph-own-hop")]
         retrievers: String,
         /// Tokens of passages in each answer prompt.
@@ -262,7 +264,9 @@ pub(crate) struct AskArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "doc")]
     pub(crate) corpus: Option<PathBuf>,
     /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
-    /// the best recall over eval/runs/corpus-recall's three corpora).
+    /// the best recall over eval/runs/corpus-recall's three corpora), or a navigator over the
+    /// co-occurrence memory of the question's best 20 candidate passages (e.g.
+    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget).
     #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
@@ -329,7 +333,9 @@ pub(crate) struct BatchArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "method")]
     pub(crate) corpus: Option<PathBuf>,
     /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
-    /// the best recall over eval/runs/corpus-recall's three corpora).
+    /// the best recall over eval/runs/corpus-recall's three corpora), or a navigator over the
+    /// co-occurrence memory of the question's best 20 candidate passages (e.g.
+    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget).
     #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).

@@ -9,6 +9,7 @@ use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
 use qrmem::eval::corpus_qa::corpus_qa;
 use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall};
 use qrmem::eval::datasets::load_multihop_raw;
+use qrmem::methods::CorpusMethod;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
 
 pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()> {
@@ -254,12 +255,12 @@ async fn qa(
     context_tokens: usize,
     out: &Path,
 ) -> Result<()> {
-    let retrievers: Vec<Retriever> = retrievers
+    let retrievers: Vec<CorpusMethod> = retrievers
         .split(',')
         .map(|r| r.trim().parse())
         .collect::<Result<_, String>>()
         .map_err(anyhow::Error::msg)?;
-    if retrievers.contains(&Retriever::Dense) {
+    if retrievers.contains(&CorpusMethod::Retrieve(Retriever::Dense)) {
         bail!("corpus qa: the dense retriever is not offered here (its vectors take long to embed); use corpus recall for it");
     }
     let dataset = dev.dataset.as_str();
@@ -275,13 +276,18 @@ async fn qa(
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
-    let embedder = qrmem::embed::Unavailable {
-        reason: "the lexical and graph retrievers use no embedder".into(),
-    };
+    let embedder: Box<dyn qrmem::embed::Embedder> =
+        if retrievers.iter().any(CorpusMethod::needs_embedder) {
+            Box::new(qrmem::embed::from_config(config).context("loading the embedder")?)
+        } else {
+            Box::new(qrmem::embed::Unavailable {
+                reason: "the lexical and graph retrievers use no embedder".into(),
+            })
+        };
     let rt = qrmem::methods::Runtime {
         llm: &svc,
         prompts: &prompts,
-        embedder: &embedder,
+        embedder: embedder.as_ref(),
         config,
     };
     bar.set_position(0);
@@ -358,19 +364,20 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 
 /// `qrmem ask --corpus DIR`: the question answered across the corpus's documents.
 pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> Result<()> {
-    let retriever: Retriever = args.retriever.parse().map_err(anyhow::Error::msg)?;
+    let method: CorpusMethod = args.retriever.parse().map_err(anyhow::Error::msg)?;
     let mut corpus = Corpus::open_existing(dir)?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
-    let embedder: Box<dyn qrmem::embed::Embedder> = match retriever {
-        Retriever::Dense => {
-            let e = qrmem::embed::from_config(config).context("loading the embedder")?;
+    let embedder: Box<dyn qrmem::embed::Embedder> = if method.needs_embedder() {
+        let e = qrmem::embed::from_config(config).context("loading the embedder")?;
+        if method == CorpusMethod::Retrieve(Retriever::Dense) {
             corpus.embed_missing(&e, config.embed.batch_size.max(1), |_, _| {})?;
-            Box::new(e)
         }
-        _ => Box::new(qrmem::embed::Unavailable {
+        Box::new(e)
+    } else {
+        Box::new(qrmem::embed::Unavailable {
             reason: "the lexical retrievers use no embedder".into(),
-        }),
+        })
     };
     let ctx = qrmem::methods::Runtime {
         llm: &svc,
@@ -378,12 +385,12 @@ pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> R
         embedder: embedder.as_ref(),
         config,
     };
-    let trace = qrmem::methods::ask_corpus(
+    let trace = qrmem::methods::answer_corpus(
         &ctx,
         &corpus,
         &args.question,
         &args.options,
-        retriever,
+        &method,
         args.context_tokens,
     )
     .await?

@@ -361,6 +361,82 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
     assert!(err.to_string().contains("no passages"), "{err}");
 }
 
+/// `ask --corpus --retriever kn-...`: KN navigates the co-occurrence memory of the question's
+/// candidate passages as one document; its checks and answer show them under their titles, and
+/// the answer's passages are mapped back to their documents.
+#[tokio::test]
+async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
+    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use qrmem::methods::CorpusMethod;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let c = abc(dir.path());
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = r.messages.last().unwrap().content.clone();
+        Scripted::Reply(if p.contains("Extract the key entities named in the question") {
+            r#"{"entities": ["Ron Joyce"]}"#.into()
+        } else if p.contains("If the answer CANNOT be inferred") {
+            r#"{"reasoning": "The number of restaurants is not given.", "verdict_action": -1, "verdict_answer": ""}"#.into()
+        } else {
+            r#"{"reasoning": "Tim Hortons has 4,613.", "answer": "4,613"}"#.into()
+        })
+    }));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let config = qrmem::Config::default();
+    let ctx = qrmem::methods::Runtime {
+        llm: &svc,
+        prompts: &prompts,
+        embedder: &common::bow::Bow,
+        config: &config,
+    };
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let method: CorpusMethod = "kn-cooccurrence-hop-final-filled-passages400"
+        .parse()
+        .unwrap();
+    assert!(method.needs_embedder());
+    let answered = qrmem::methods::answer_corpus(&ctx, &c, q, &[], &method, 0)
+        .await
+        .unwrap();
+    let trace = answered.trace;
+    assert_eq!(trace.answer, "4,613");
+    assert_eq!(
+        trace.method,
+        "corpus-kn-cooccurrence-hop-final-filled-passages400"
+    );
+    let (a_id, b_id) = (c.resolve("a.txt").unwrap(), c.resolve("b.txt").unwrap());
+    // Ron Joyce's own passage and Tim Hortons' own passage (the hop) are among those shown.
+    assert!(
+        answered.passages.contains(&(a_id.clone(), 0)) && answered.passages.contains(&(b_id, 0)),
+        "{:?}",
+        answered.passages
+    );
+    let answer_prompt = llm
+        .received()
+        .last()
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(answer_prompt.contains("Tim Hortons is a restaurant chain with 4,613 restaurants"));
+    let note = &trace.steps.last().unwrap().note;
+    assert!(
+        note.contains("across the corpus") && note.contains("a.txt#0"),
+        "{note}"
+    );
+    // Only co-occurrence navigators answer across a corpus; others are refused naming why.
+    let err = "kn-passages400".parse::<CorpusMethod>().unwrap_err();
+    assert!(err.contains("-cooccurrence"), "{err}");
+    let err = "bm26".parse::<CorpusMethod>().unwrap_err();
+    assert!(err.contains("unknown corpus method 'bm26'"), "{err}");
+    assert_eq!(
+        "graph-own-hop".parse::<CorpusMethod>().unwrap(),
+        CorpusMethod::Retrieve(Retriever::GraphOwnHop)
+    );
+}
+
 /// The graph's start over the co-occurrence memory: the passages linked to the entities the
 /// question names come first, though BM25 ranks another passage higher.
 #[test]
@@ -455,7 +531,10 @@ async fn corpus_qa_scores_every_pair_once_and_resumes() {
     let mut c = open(&dir.path().join("corpus"));
     qrmem::eval::corpus_recall::add_paragraphs(&items, &mut c, |_, _, _| {}).unwrap();
     let journal = dir.path().join("results.jsonl");
-    let retrievers = [Retriever::Bm25, Retriever::GraphOwnHop];
+    let retrievers = [
+        qrmem::methods::CorpusMethod::Retrieve(Retriever::Bm25),
+        qrmem::methods::CorpusMethod::Retrieve(Retriever::GraphOwnHop),
+    ];
     let run = || {
         qrmem::eval::corpus_qa::corpus_qa(
             &rt,

@@ -18,9 +18,9 @@ use super::corpus_recall::gold_paragraphs;
 use super::datasets::MultiHopRaw;
 use super::metrics::answer_scores;
 use super::paired::{interval, Interval};
-use crate::corpus::{CorpusStore, PassageRef, Retriever};
+use crate::corpus::{CorpusStore, PassageRef};
 use crate::journal::{Journal, JournalError};
-use crate::methods::{Runtime, Scope};
+use crate::methods::{CorpusMethod, Runtime, Scope};
 
 /// One question answered with one retriever.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,7 +89,7 @@ pub async fn corpus_qa(
     dataset: &str,
     items: &[MultiHopRaw],
     corpus: &dyn CorpusStore,
-    retrievers: &[Retriever],
+    retrievers: &[CorpusMethod],
     context_tokens: usize,
     concurrency: usize,
     journal_path: &Path,
@@ -100,9 +100,9 @@ pub async fn corpus_qa(
         .iter()
         .map(|l| (l.item.clone(), l.retriever.clone()))
         .collect();
-    let todo: Vec<(&MultiHopRaw, Retriever)> = retrievers
+    let todo: Vec<(&MultiHopRaw, &CorpusMethod)> = retrievers
         .iter()
-        .flat_map(|&r| items.iter().map(move |i| (i, r)))
+        .flat_map(|r| items.iter().map(move |i| (i, r)))
         .filter(|(i, r)| !done.contains(&(i.id.clone(), r.to_string())))
         .collect();
     let total = todo.len();
@@ -137,12 +137,12 @@ async fn ask_one(
     dataset: &str,
     item: &MultiHopRaw,
     corpus: &dyn CorpusStore,
-    retriever: Retriever,
+    retriever: &CorpusMethod,
     context_tokens: usize,
 ) -> QaLine {
     let gold = gold_paragraphs(item);
     let scope = Scope::of(rt);
-    let outcome = crate::methods::ask_corpus(
+    let outcome = crate::methods::answer_corpus(
         &scope.runtime(rt),
         corpus,
         &item.question,
@@ -185,7 +185,7 @@ async fn ask_one(
 }
 
 /// Each retriever's means over the items it answered, its F1 paired with the first's.
-fn rows(items: &[MultiHopRaw], retrievers: &[Retriever], lines: &[QaLine]) -> Vec<QaRow> {
+fn rows(items: &[MultiHopRaw], retrievers: &[CorpusMethod], lines: &[QaLine]) -> Vec<QaRow> {
     let wanted: BTreeSet<&str> = items.iter().map(|i| i.id.as_str()).collect();
     let mut by: BTreeMap<(String, String), &QaLine> = BTreeMap::new();
     for l in lines {

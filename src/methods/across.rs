@@ -1,15 +1,20 @@
 //! Answering across a corpus's documents (issue 68): the passages a retriever ranks best for
 //! the question, each under its document's name, as many as fit the context budget, through
-//! the answer step every method ends with.
+//! the answer step every method ends with; or a navigator over the question's own memory of the
+//! corpus's best candidate passages.
+
+use std::fmt;
+use std::str::FromStr;
 
 use crate::answer::{
     answer_step, option_letter, with_options, AnswerError, Answered, Trace, Window,
 };
 use crate::corpus::{CorpusError, CorpusStore, PassageRef, Retriever};
 use crate::prompts::PromptId;
-use crate::text::count_tokens;
+use crate::text::{count_tokens, Span};
 
-use super::Runtime;
+use super::spec::{prepare, MemoryKind, MethodError};
+use super::{Ctx, MethodSpec, Runtime};
 
 /// Passages the retriever ranks before the budget cuts them.
 const CANDIDATES: usize = 30;
@@ -21,6 +26,8 @@ pub enum AcrossError {
     Corpus(#[from] CorpusError),
     #[error(transparent)]
     Answer(#[from] AnswerError),
+    #[error(transparent)]
+    Method(#[from] MethodError),
     #[error("the corpus {0} has no passages: add documents first (`qrmem corpus add`)")]
     Empty(String),
 }
@@ -141,4 +148,186 @@ pub fn shown_passages(
         out.passages.push((doc, idx));
     }
     Ok(out)
+}
+
+/// Candidate passages a navigator's question memory is built over: the graph's own-start hop
+/// across the corpus, best first.
+pub const NAVIGATED_CANDIDATES: usize = 20;
+
+/// How a question is answered across a corpus: the passages a retriever ranks best (one call),
+/// or a navigator over the question's own memory of the corpus's best candidates
+/// ([`navigate_corpus`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CorpusMethod {
+    Retrieve(Retriever),
+    Navigate(MethodSpec),
+}
+
+impl fmt::Display for CorpusMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorpusMethod::Retrieve(r) => write!(f, "{r}"),
+            CorpusMethod::Navigate(spec) => write!(f, "{}", spec.name()),
+        }
+    }
+}
+
+impl FromStr for CorpusMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Ok(r) = s.parse::<Retriever>() {
+            return Ok(CorpusMethod::Retrieve(r));
+        }
+        match s.parse::<MethodSpec>() {
+            Ok(spec) if spec.memory_kind() == MemoryKind::Cooccurrence => {
+                Ok(CorpusMethod::Navigate(spec))
+            }
+            Ok(spec) => Err(format!(
+                "'{}' cannot answer across a corpus: a navigator there reads the co-occurrence memory of the question's candidate passages (name it with -cooccurrence, e.g. kn-cooccurrence-hop-final-s-mix-passages400); the retrievers are bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop",
+                spec.name()
+            )),
+            Err(_) => Err(format!(
+                "unknown corpus method '{s}': a retriever (bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop) or a navigator over the co-occurrence memory (e.g. kn-cooccurrence-hop-final-s-mix-passages400)"
+            )),
+        }
+    }
+}
+
+impl CorpusMethod {
+    /// Whether it needs the embedder (the dense retriever, and every navigator: KN scores
+    /// edges and passages by it).
+    pub fn needs_embedder(&self) -> bool {
+        matches!(
+            self,
+            CorpusMethod::Retrieve(Retriever::Dense) | CorpusMethod::Navigate(_)
+        )
+    }
+}
+
+/// Answers `question` across `corpus` with `method`: [`ask_corpus`] for a retriever (within
+/// `context_tokens`), [`navigate_corpus`] for a navigator (its name sets its budget).
+pub async fn answer_corpus(
+    ctx: &Runtime<'_>,
+    corpus: &dyn CorpusStore,
+    question: &str,
+    options: &[String],
+    method: &CorpusMethod,
+    context_tokens: usize,
+) -> Result<CorpusAnswer, AcrossError> {
+    match method {
+        CorpusMethod::Retrieve(r) => {
+            ask_corpus(ctx, corpus, question, options, *r, context_tokens).await
+        }
+        CorpusMethod::Navigate(spec) => navigate_corpus(ctx, corpus, question, options, spec).await,
+    }
+}
+
+/// Answers `question` across `corpus` with the navigator `spec`, as QRMeM answers over one
+/// document: the question's candidate passages (the graph's own-start hop across the corpus,
+/// at most [`NAVIGATED_CANDIDATES`], best first) become one document of `Passage i:` blocks
+/// under their titles, its co-occurrence memory is built (no LLM call), and the navigator runs
+/// over it with the configured `[navigate]` and `[answer]`. The passages its answer showed are
+/// mapped back to their documents.
+pub async fn navigate_corpus(
+    ctx: &Runtime<'_>,
+    corpus: &dyn CorpusStore,
+    question: &str,
+    options: &[String],
+    spec: &MethodSpec,
+) -> Result<CorpusAnswer, AcrossError> {
+    if question.trim().is_empty() {
+        return Err(AnswerError::EmptyQuestion.into());
+    }
+    let q = with_options(question, options);
+    let ranked = corpus.rank(Retriever::GraphOwnHop, &q, NAVIGATED_CANDIDATES, None)?;
+    let (document, ranges) = candidate_document(corpus, &ranked)?;
+    if ranges.is_empty() {
+        return Err(AcrossError::Empty(corpus.location().display().to_string()));
+    }
+    let prepared = prepare(
+        MemoryKind::Cooccurrence,
+        ctx,
+        &document,
+        None,
+        &format!("the candidate passages of '{question}'"),
+        None,
+    )
+    .await?;
+    let actx = Ctx {
+        llm: ctx.llm,
+        prompts: ctx.prompts,
+        embedder: ctx.embedder,
+        window: Window::of(&ctx.config.navigate),
+        answer: ctx.config.answer,
+        gold: None,
+    };
+    let mut trace = super::run(
+        spec,
+        &actx,
+        &ctx.config.navigate,
+        &prepared,
+        question,
+        options,
+    )
+    .await?;
+    // The shown passages, in the order of the question's document (the candidates' rank).
+    let passages: Vec<PassageRef> = ranges
+        .iter()
+        .filter(|(_, (start, end))| {
+            trace
+                .answer_spans
+                .iter()
+                .any(|&(a, b)| a < *end && *start < b)
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    let names: Vec<String> = passages
+        .iter()
+        .map(|(doc, idx)| {
+            let name = corpus.name_of(doc)?.unwrap_or_default();
+            Ok(format!("{name}#{idx}"))
+        })
+        .collect::<Result<_, CorpusError>>()?;
+    if let Some(step) = trace.steps.last_mut() {
+        step.note.push_str(&format!(
+            "; across the corpus: {} of {} candidate passages shown: {}",
+            passages.len(),
+            ranges.len(),
+            names.join(", ")
+        ));
+    }
+    trace.method = format!("corpus-{}", spec.name());
+    Ok(CorpusAnswer { trace, passages })
+}
+
+/// The candidate passages as one document: each a `Passage i:` block under its title (the
+/// document's name; a passage with its own `Passage` header keeps it), in the given order;
+/// with each passage's byte range in the document.
+fn candidate_document(
+    corpus: &dyn CorpusStore,
+    ranked: &[PassageRef],
+) -> Result<(String, Vec<(PassageRef, Span)>), CorpusError> {
+    let mut document = String::new();
+    let mut ranges = Vec::new();
+    for (k, (doc, idx)) in ranked.iter().enumerate() {
+        let Some(p) = corpus.passage(doc, *idx)? else {
+            continue;
+        };
+        let name = corpus.name_of(doc)?.unwrap_or_default();
+        let text = p.text.trim();
+        let start = document.len();
+        if text.starts_with("Passage ") {
+            document.push_str(text);
+        } else {
+            // A paragraph document's text starts with its title: shown once, as the title.
+            let body = match text.split_once('\n') {
+                Some((first, rest)) if first.trim() == name.trim() => rest.trim(),
+                _ => text,
+            };
+            document.push_str(&format!("Passage {}:\n{}\n{body}", k + 1, name.trim()));
+        }
+        ranges.push(((doc.clone(), *idx), (start, document.len())));
+        document.push_str("\n\n");
+    }
+    Ok((document, ranges))
 }

@@ -25,7 +25,10 @@ mod store;
 pub mod summary_tree;
 pub mod vanilla_middle;
 
-pub use across::{ask_corpus, shown_passages, AcrossError, CorpusAnswer, Shown};
+pub use across::{
+    answer_corpus, ask_corpus, navigate_corpus, shown_passages, AcrossError, CorpusAnswer,
+    CorpusMethod, Shown, NAVIGATED_CANDIDATES,
+};
 pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
 pub use method::{answer as run, Method, MethodSpec, Recorded};
