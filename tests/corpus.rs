@@ -33,6 +33,33 @@ fn abc(dir: &std::path::Path) -> Corpus {
     c
 }
 
+/// What a test's runtime borrows: the service over a scripted LLM, the prompts and the default
+/// configuration (the embedder is the bag of words).
+struct Setup {
+    svc: qrmem::llm::Service,
+    prompts: qrmem::prompts::Prompts,
+    config: qrmem::Config,
+}
+
+impl Setup {
+    fn new(llm: std::sync::Arc<qrmem::llm::ScriptedLlm>) -> Self {
+        Setup {
+            svc: qrmem::llm::Service::new(llm, None, common::velden::policy()),
+            prompts: qrmem::prompts::Prompts::load().unwrap(),
+            config: qrmem::Config::default(),
+        }
+    }
+
+    fn rt(&self) -> qrmem::methods::Runtime<'_> {
+        qrmem::methods::Runtime {
+            llm: &self.svc,
+            prompts: &self.prompts,
+            embedder: &common::bow::Bow,
+            config: &self.config,
+        }
+    }
+}
+
 fn state(c: &Corpus) -> State {
     let passages = c
         .all_passages()
@@ -308,22 +335,15 @@ fn passages_are_embedded_once_and_ranked_by_similarity() {
 /// document's name, within the budget, and the trace names them.
 #[tokio::test]
 async fn a_question_is_answered_across_documents_naming_each_passages_document() {
-    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use qrmem::llm::{Scripted, ScriptedLlm};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let c = abc(dir.path());
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(|_| {
         Scripted::Reply(r#"{"reasoning": "Tim Hortons has 4,613.", "answer": "4,613"}"#.into())
     }));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
-    let prompts = qrmem::prompts::Prompts::load().unwrap();
-    let config = qrmem::Config::default();
-    let ctx = qrmem::methods::Runtime {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &common::bow::Bow,
-        config: &config,
-    };
+    let setup = Setup::new(llm.clone());
+    let ctx = setup.rt();
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
     let answered = qrmem::methods::ask_corpus(&ctx, &c, q, &[], Retriever::Bm25Hop, 60)
         .await
@@ -366,7 +386,7 @@ async fn a_question_is_answered_across_documents_naming_each_passages_document()
 /// the answer's passages are mapped back to their documents.
 #[tokio::test]
 async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
-    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use qrmem::llm::{Scripted, ScriptedLlm};
     use qrmem::methods::CorpusMethod;
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
@@ -381,15 +401,8 @@ async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
             r#"{"reasoning": "Tim Hortons has 4,613.", "answer": "4,613"}"#.into()
         })
     }));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
-    let prompts = qrmem::prompts::Prompts::load().unwrap();
-    let config = qrmem::Config::default();
-    let ctx = qrmem::methods::Runtime {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &common::bow::Bow,
-        config: &config,
-    };
+    let setup = Setup::new(llm.clone());
+    let ctx = setup.rt();
     let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
     let method: CorpusMethod = "kn-cooccurrence-hop-final-filled-passages400"
         .parse()
@@ -507,7 +520,7 @@ fn a_record_of_older_settings_is_extracted_again_when_its_document_is_added_agai
 /// HotpotQA's metric and the gold paragraphs its prompt showed; a second run asks nothing.
 #[tokio::test]
 async fn corpus_qa_scores_every_pair_once_and_resumes() {
-    use qrmem::llm::{Scripted, ScriptedLlm, Service};
+    use qrmem::llm::{Scripted, ScriptedLlm};
     use std::sync::Arc;
     let Some(path) = common::shared_data("hotpotqa/hotpot_dev_distractor_dev500.json") else {
         return;
@@ -518,15 +531,8 @@ async fn corpus_qa_scores_every_pair_once_and_resumes() {
     let reply = format!(r#"{{"reasoning": "r", "answer": "{gold}"}}"#);
     let llm =
         Arc::new(ScriptedLlm::new([]).with_responder(move |_| Scripted::Reply(reply.clone())));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
-    let prompts = qrmem::prompts::Prompts::load().unwrap();
-    let config = qrmem::Config::default();
-    let rt = qrmem::methods::Runtime {
-        llm: &svc,
-        prompts: &prompts,
-        embedder: &common::bow::Bow,
-        config: &config,
-    };
+    let setup = Setup::new(llm.clone());
+    let rt = setup.rt();
     let dir = tempfile::tempdir().unwrap();
     let mut c = open(&dir.path().join("corpus"));
     qrmem::eval::corpus_recall::add_paragraphs(&items, &mut c, |_, _, _| {}).unwrap();
