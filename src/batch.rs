@@ -162,7 +162,8 @@ pub struct BatchOptions {
 #[derive(Clone, Debug)]
 pub struct CorpusJobs {
     pub dir: PathBuf,
-    pub retriever: crate::corpus::Retriever,
+    /// A retriever, or a navigator over each question's candidates (`methods::CorpusMethod`).
+    pub retriever: methods::CorpusMethod,
     /// Tokens of passages in the answer prompt (0: as many as the window holds).
     pub context_tokens: usize,
 }
@@ -171,7 +172,12 @@ impl BatchOptions {
     /// The method's name in the output lines.
     fn method_name(&self) -> String {
         match &self.corpus {
-            Some(c) => format!("corpus-{}-passages{}", c.retriever, c.context_tokens),
+            Some(c) => match &c.retriever {
+                methods::CorpusMethod::Retrieve(r) => {
+                    format!("corpus-{r}-passages{}", c.context_tokens)
+                }
+                methods::CorpusMethod::Navigate(spec) => format!("corpus-{}", spec.name()),
+            },
             None => self.method.to_string(),
         }
     }
@@ -630,12 +636,12 @@ async fn answer_across(
     let answers: Vec<Result<(), BatchError>> = stream::iter(job.questions.iter())
         .map(|q| async move {
             let scope = Scope::of(ctx);
-            let outcome = methods::ask_corpus(
+            let outcome = methods::answer_corpus(
                 &scope.runtime(ctx),
                 corpus,
                 &q.question,
                 &q.options,
-                cj.retriever,
+                &cj.retriever,
                 cj.context_tokens,
             )
             .await

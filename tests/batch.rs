@@ -564,7 +564,7 @@ async fn with_a_corpus_the_questions_are_asked_across_it() {
     let mut opts = options(d, false);
     opts.corpus = Some(qrmem::batch::CorpusJobs {
         dir: d.join("corpus"),
-        retriever: qrmem::corpus::Retriever::Bm25,
+        retriever: qrmem::methods::CorpusMethod::Retrieve(qrmem::corpus::Retriever::Bm25),
         context_tokens: 200,
     });
     let out = d.join("answers.jsonl");
