@@ -1050,6 +1050,47 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
 /// The own start (`navigate.start_own`, `-own`): the hop starts from the own passage of the
 /// question's entity (E_s = Alpha), not from the best-ranked unit, and follows its names.
 #[tokio::test]
+async fn ges_with_the_own_hop_answers_from_the_question_entitys_passage_and_its_hop() {
+    let m = titled(
+        &[
+            "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
+            "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
+            "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
+            "Passage 4:\nEpsilon\nEpsilon says the company Alpha founded does have its headquarters where Gamma sells fruit.\n\n",
+        ],
+        &[
+            ("Alpha", &[0, 3]),
+            ("Beta", &[0, 2]),
+            ("Gamma", &[1, 3]),
+            ("Delta", &[2]),
+        ],
+    );
+    let two = Answer {
+        max_units: 2,
+        ..Answer::default()
+    };
+    let mut opts = options(Method::Ges, 4096, 1);
+    let (plain, _) = ask_answering(&m, opts.clone(), two, vec![]).await;
+    let answer = plain.steps.last().unwrap();
+    assert!(!answer.note.contains("hop"), "{}", answer.note);
+    opts.start_hop = true;
+    opts.start_own = true;
+    let (own, llm) = ask_answering(&m, opts, two, vec![]).await;
+    let answer = own.steps.last().unwrap();
+    // Alpha's own passage (unit 0), then Beta's (unit 2), the name it holds: the two shown.
+    assert!(
+        answer
+            .note
+            .contains(r#"in the hop's order (own passages of ["beta"])"#),
+        "{}",
+        answer.note
+    );
+    assert_eq!(own.final_segments, vec![0, 2]);
+    let p = prompt_of(llm.received().last().unwrap());
+    assert!(p.contains("Beta has its headquarters in Delta"));
+}
+
+#[tokio::test]
 async fn the_own_start_hops_from_the_question_entitys_own_passage() {
     let m = titled(
         &[

@@ -286,8 +286,9 @@ pub struct NavigateConfig {
     pub start_bridge: bool,
     /// KN and TE: order the start set by the hop from its best unit (`navigate::bridge`): the
     /// best unit, then the own passages (the passages titled with their names) of the
-    /// entities it names, at most two, then the start set by rank; KN's final context
-    /// likewise (false: the paper's start). Left out of the written configuration when false.
+    /// entities it names, at most two, then the start set by rank; KN's final context and
+    /// GES's ranking likewise (false: the paper's start). Left out of the written
+    /// configuration when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub start_hop: bool,
     /// With `start_hop`: the hop starts from the own passages of E_s (the units titled with

@@ -54,7 +54,7 @@ pub struct Navigate {
 }
 
 pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names), -final-s-mix (KN), -final-filled (KN: the last S_mix filled to the budget), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
+    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names; GES: its ranking so ordered), -final-s-mix (KN), -final-filled (KN: the last S_mix filled to the budget), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
     parse,
 };
 
@@ -90,14 +90,14 @@ pub const MODIFIERS: &[Modifier] = &[
     Modifier {
         suffix: "-own",
         numbered: false,
-        effect: "KN and TE with -hop: the hop starts from the own passages of the question's entities E_s, not the best unit (navigate.start_own)",
+        effect: "with -hop: the hop starts from the own passages of the question's entities E_s, not the best unit (navigate.start_own)",
         get: |n| usize::from(n.own),
         set: |n, _| n.own = true,
     },
     Modifier {
         suffix: "-hop",
         numbered: false,
-        effect: "KN and TE: the start's best unit, then the own passages of the entities it names (navigate.start_hop)",
+        effect: "KN and TE: the start's best unit, then the own passages of the entities it names; GES: its ranking in the same order (navigate.start_hop)",
         get: |n| usize::from(n.hop),
         set: |n, _| n.hop = true,
     },
@@ -246,7 +246,6 @@ impl Navigate {
                 && (self.final_s_mix || self.final_filled || self.check_percent > 0 || self.path)
             || self.final_s_mix && self.final_filled
             || self.check_percent > 99
-            || ges && self.hop
             || self.bridge && self.hop
             || self.own && !self.hop
             || ablation_memory && (self.bridge || self.hop))

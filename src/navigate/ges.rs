@@ -144,6 +144,15 @@ impl Navigator<'_> {
             reason: elaborated,
             ..Step::default()
         });
+        if self.opts.start_hop {
+            // The hop (`-hop`): the best unit (with `-own`, E_s's own passages), then the own
+            // passages of the names it holds, then the ranking, taken in that order.
+            let (order, via) = self.hop_order(&run.question, start, &scores);
+            let order: Vec<usize> = order.into_iter().map(|(s, _)| s).collect();
+            let note =
+                format!("segments retrieved with Q + the elaborated query, in the hop's order (own passages of {via:?})");
+            return self.final_answer(run, &order, &[], &note).await;
+        }
         self.final_answer(
             run,
             &[],
