@@ -53,7 +53,8 @@ runs=(
   "2wiki-longbench-style-1.5b:2wiki-longbench-style-1.5b.toml"
   "musique-longbench-style-1.5b:musique-longbench-style-1.5b.toml"
 )
-# The committed comparisons (qrmem compare): output directory -> its runs, in order.
+# The committed comparisons (qrmem compare): output directory -> its arguments (the runs, in
+# order; Table 1's with --datasets and its --methods).
 compares=(
   "compare/longbench-style-0.5b-1.5b:runs/hotpot-longbench-style runs/hotpot-longbench-style-1.5b"
 )
@@ -105,13 +106,14 @@ for pair in "${compares[@]}"; do
     failed=1
     continue
   fi
-  for f in compare.md compare.json compare.png; do
+  for f in compare.md compare.json compare.png table1.md table1.json; do
+    git cat-file -e "HEAD:eval/$out/$f" 2>/dev/null || continue
     if ! git show "HEAD:eval/$out/$f" | cmp -s - "$tmp/repo/eval/$out/$f"; then
       echo "check-reports: eval/$out/$f differs from the committed one" >&2
       failed=1
     fi
   done
-  echo "eval/$out: compare.md, compare.json and compare.png regenerate identical"
+  echo "eval/$out: its comparison files regenerate identical"
 done
 # The analysis scripts share eval/evidence.py: each must still run on the committed runs (their
 # output is read in eval/README.md, not compared here).

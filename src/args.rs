@@ -70,12 +70,23 @@ pub(crate) enum Command {
     /// compare.png into --out.
     Compare {
         /// The run directories (at least two); the first is the one the others are paired
-        /// against.
-        #[arg(required = true, num_args = 2..)]
+        /// against. With --datasets, one run a dataset.
+        #[arg(required = true, num_args = 1..)]
         runs: Vec<PathBuf>,
-        /// Where to write compare.md, compare.json and compare.png.
+        /// Where to write compare.md, compare.json and compare.png (with --datasets,
+        /// table1.md and table1.json).
         #[arg(long)]
         out: PathBuf,
+        /// The runs are over different datasets (HotpotQA, 2WikiMultihopQA, MuSiQue): the
+        /// QRMeM paper's Table 1 layout, methods by dataset, each cell F1, fact recall, tokens
+        /// and calls per question, the best KN row against the best BM25 row on each, and the
+        /// paper's GPT-3.5-turbo figures beside.
+        #[arg(long)]
+        datasets: bool,
+        /// With --datasets: these methods, in this order (NAME@T for one of several max
+        /// trials), comma-separated; default every method of the runs.
+        #[arg(long, requires = "datasets", value_delimiter = ',')]
+        methods: Vec<String>,
     },
     /// Prints a memory's counts, failures and top entities (or a corpus directory's).
     Inspect {

@@ -358,7 +358,22 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ask(args) => ask(&config, args).await.map(|()| ExitCode::SUCCESS),
         Command::Batch(args) => batch(&config, args).await,
         Command::Eval(args) => eval(&config, &cli.global, args).await,
-        Command::Compare { runs, out } => {
+        Command::Compare {
+            runs,
+            out,
+            datasets: true,
+            methods,
+        } => {
+            let t = qrmem::eval::table1::table1(runs, methods)?;
+            t.write(out)?;
+            outln!("{}", t.to_markdown());
+            eprintln!(
+                "wrote {}",
+                out.join(qrmem::eval::table1::TABLE1_MD).display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare { runs, out, .. } => {
             let c = qrmem::eval::compare::compare(runs)?;
             c.write(out)?;
             outln!("{}", c.to_markdown());

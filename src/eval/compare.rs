@@ -77,19 +77,37 @@ pub struct Comparison {
 }
 
 /// A row's key within a run: (method, max trials).
-type MethodKey = (String, Option<usize>);
+pub(super) type MethodKey = (String, Option<usize>);
 
-/// One question's (score 0..1, answer fact recall 0..1 where known).
-type QuestionScore = (f64, Option<f64>);
+/// One question's row as the comparisons read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct QuestionScore {
+    /// F1 (accuracy), 0..1; 0 for a failed row.
+    pub score: f64,
+    /// Answer-context fact recall, 0..1, where the row has gold evidence and spans.
+    pub recall: Option<f64>,
+    /// Tokens of document text in the final answer prompt, where recorded.
+    pub tokens: Option<usize>,
+    /// LLM calls (requests and reply-cache hits).
+    pub calls: u64,
+}
 
-/// Per question, its score and recall.
-type Scores = BTreeMap<String, QuestionScore>;
+/// Per question, its row.
+pub(super) type Scores = BTreeMap<String, QuestionScore>;
 
-/// Reads one run: its label, its methods in first-seen order and each method's scores.
-#[allow(clippy::type_complexity)]
-fn read(
-    dir: &Path,
-) -> Result<(RunInfo, Vec<MethodKey>, BTreeMap<MethodKey, Scores>, bool), EvalError> {
+/// One run as read: its label, its methods in first-seen order, each method's rows, and
+/// whether its questions are multiple choice.
+pub(super) struct RunRead {
+    pub info: RunInfo,
+    pub order: Vec<MethodKey>,
+    pub scores: BTreeMap<MethodKey, Scores>,
+    pub multiple_choice: bool,
+    /// The dataset labels its rows carry.
+    pub datasets: BTreeSet<String>,
+}
+
+/// Reads one run (see [`RunRead`]).
+pub(super) fn read(dir: &Path) -> Result<RunRead, EvalError> {
     if !dir.join("results.jsonl").exists() {
         return Err(EvalError::Input(format!(
             "{} holds no results.jsonl: not a run directory",
@@ -110,6 +128,7 @@ fn read(
     let mut scores: BTreeMap<MethodKey, Scores> = BTreeMap::new();
     let mut questions = BTreeSet::new();
     let mut models = BTreeSet::new();
+    let datasets: BTreeSet<String> = results.iter().map(|r| r.dataset.clone()).collect();
     let multiple_choice = results.iter().any(|r| r.gold_letter.is_some());
     for (key, r) in &latest {
         let spans: ContextSpans = match backfill.get(key) {
@@ -131,7 +150,15 @@ fn read(
         scores
             .entry((r.method.clone(), r.max_trials))
             .or_default()
-            .insert(r.item.clone(), (row_score(r), recall));
+            .insert(
+                r.item.clone(),
+                QuestionScore {
+                    score: row_score(r),
+                    recall,
+                    tokens: spans.answer_context_tokens,
+                    calls: r.cost.requests + r.cost.cache_hits,
+                },
+            );
     }
     let label = match models.len() {
         1 => models.into_iter().next().unwrap_or_default(),
@@ -140,8 +167,8 @@ fn read(
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_else(|| dir.display().to_string()),
     };
-    Ok((
-        RunInfo {
+    Ok(RunRead {
+        info: RunInfo {
             dir: dir.display().to_string(),
             label,
             questions: questions.len(),
@@ -149,7 +176,8 @@ fn read(
         order,
         scores,
         multiple_choice,
-    ))
+        datasets,
+    })
 }
 
 /// The (method, max trials) rows of `DIR/report.json`, in its order (none without a report).
@@ -195,15 +223,15 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
     let mut all = Vec::new();
     let mut multiple_choice = false;
     for d in dirs {
-        let (info, o, s, mc) = read(d)?;
-        multiple_choice |= mc;
-        for k in o {
+        let run = read(d)?;
+        multiple_choice |= run.multiple_choice;
+        for k in run.order {
             if !order.contains(&k) {
                 order.push(k);
             }
         }
-        runs.push(info);
-        all.push(s);
+        runs.push(run.info);
+        all.push(run.scores);
     }
     // Labels must tell the runs apart.
     let labels: BTreeSet<&String> = runs.iter().map(|r| &r.label).collect();
@@ -225,10 +253,11 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
                 .iter()
                 .map(|s| {
                     s.map(|s| {
-                        let recalls: Vec<f64> = s.values().filter_map(|v| v.1).collect();
+                        let recalls: Vec<f64> = s.values().filter_map(|v| v.recall).collect();
                         Cell {
                             questions: s.len(),
-                            score: 100.0 * s.values().map(|v| v.0).sum::<f64>() / s.len() as f64,
+                            score: 100.0 * s.values().map(|v| v.score).sum::<f64>()
+                                / s.len() as f64,
                             fact_recall: (!recalls.is_empty()).then(|| {
                                 100.0 * recalls.iter().sum::<f64>() / recalls.len() as f64
                             }),
@@ -248,12 +277,12 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
                     let score = paired::interval(
                         &shared
                             .iter()
-                            .map(|(b, a)| (100.0 * b.0, 100.0 * a.0))
+                            .map(|(b, a)| (100.0 * b.score, 100.0 * a.score))
                             .collect::<Vec<_>>(),
                     )?;
                     let recall_pairs: Vec<(f64, f64)> = shared
                         .iter()
-                        .filter_map(|(b, a)| Some((100.0 * b.1?, 100.0 * a.1?)))
+                        .filter_map(|(b, a)| Some((100.0 * b.recall?, 100.0 * a.recall?)))
                         .collect();
                     Some(Delta {
                         score,
@@ -400,13 +429,16 @@ impl Comparison {
     }
 }
 
+/// Rows and run directories for the comparisons' tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(super) mod test_runs {
+    use std::path::Path;
+
     use crate::eval::evidence::ContextSpans;
+    use crate::eval::rows::ResultRecord;
     use crate::eval::RowCost;
 
-    fn row(item: &str, method: &str, f1: f64, recall_hit: bool) -> ResultRecord {
+    pub fn row(item: &str, method: &str, f1: f64, recall_hit: bool) -> ResultRecord {
         ResultRecord {
             item: item.into(),
             dataset: "d".into(),
@@ -437,7 +469,7 @@ mod tests {
         }
     }
 
-    fn write_run(dir: &Path, rows: &[ResultRecord], model: &str) {
+    pub fn write_run(dir: &Path, rows: &[ResultRecord], model: &str) {
         std::fs::create_dir_all(dir).unwrap();
         let text: String = rows
             .iter()
@@ -449,6 +481,12 @@ mod tests {
             .collect();
         std::fs::write(dir.join("results.jsonl"), text).unwrap();
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_runs::{row, write_run};
+    use super::*;
 
     #[test]
     fn two_runs_give_the_known_differences_and_intervals() {

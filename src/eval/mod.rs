@@ -17,6 +17,7 @@ pub mod plot;
 pub mod report;
 pub mod rows;
 pub mod runner;
+pub mod table1;
 
 pub use crate::methods::Runtime;
 pub use report::Report;
