@@ -1047,24 +1047,9 @@ async fn the_hop_puts_the_own_passage_of_an_entity_the_best_passage_names_next()
     );
 }
 
-/// The own start (`navigate.start_own`, `-own`): the hop starts from the own passage of the
-/// question's entity (E_s = Alpha), not from the best-ranked unit, and follows its names.
 #[tokio::test]
 async fn ges_with_the_own_hop_answers_from_the_question_entitys_passage_and_its_hop() {
-    let m = titled(
-        &[
-            "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
-            "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
-            "Passage 3:\nBeta (company)\nBeta has its headquarters in Delta.\n\n",
-            "Passage 4:\nEpsilon\nEpsilon says the company Alpha founded does have its headquarters where Gamma sells fruit.\n\n",
-        ],
-        &[
-            ("Alpha", &[0, 3]),
-            ("Beta", &[0, 2]),
-            ("Gamma", &[1, 3]),
-            ("Delta", &[2]),
-        ],
-    );
+    let m = own_start_memory();
     let two = Answer {
         max_units: 2,
         ..Answer::default()
@@ -1090,9 +1075,10 @@ async fn ges_with_the_own_hop_answers_from_the_question_entitys_passage_and_its_
     assert!(p.contains("Beta has its headquarters in Delta"));
 }
 
-#[tokio::test]
-async fn the_own_start_hops_from_the_question_entitys_own_passage() {
-    let m = titled(
+/// Four titled passages: Alpha's own names Beta, whose own passage has the headquarters;
+/// Epsilon's shares the question's words and names Alpha and Gamma.
+fn own_start_memory() -> Memory {
+    titled(
         &[
             "Passage 1:\nAlpha\nAlpha founded the company Beta in the harbour town.\n\n",
             "Passage 2:\nGamma\nGamma is a fruit stall in the harbour town.\n\n",
@@ -1105,7 +1091,14 @@ async fn the_own_start_hops_from_the_question_entitys_own_passage() {
             ("Gamma", &[1, 3]),
             ("Delta", &[2]),
         ],
-    );
+    )
+}
+
+/// The own start (`navigate.start_own`, `-own`): the hop starts from the own passage of the
+/// question's entity (E_s = Alpha), not from the best-ranked unit, and follows its names.
+#[tokio::test]
+async fn the_own_start_hops_from_the_question_entitys_own_passage() {
+    let m = own_start_memory();
     let mut opts = options(Method::Kn, 4096, 1);
     opts.start_hop = true;
     let (hopped, _) = ask(&m, opts.clone(), vec![]).await;

@@ -361,34 +361,19 @@ mod tests {
         };
         use super::super::rows::ResultRecord;
         // HotpotQA: kn 1, 1; kn-passages400 0.5, 0.5; bm25-top3 0, 1; bm25-passages400 only q1.
-        write_run(
-            &hotpot,
-            &[
-                on("hotpotqa-longbench-style", row("q1", "kn", 1.0, true)),
-                on("hotpotqa-longbench-style", row("q2", "kn", 1.0, true)),
-                on(
-                    "hotpotqa-longbench-style",
-                    row("q1", "kn-passages400", 0.5, false),
-                ),
-                on(
-                    "hotpotqa-longbench-style",
-                    row("q2", "kn-passages400", 0.5, false),
-                ),
-                on(
-                    "hotpotqa-longbench-style",
-                    row("q1", "bm25-top3", 0.0, false),
-                ),
-                on(
-                    "hotpotqa-longbench-style",
-                    row("q2", "bm25-top3", 1.0, true),
-                ),
-                on(
-                    "hotpotqa-longbench-style",
-                    row("q1", "bm25-passages400", 1.0, true),
-                ),
-            ],
-            "m",
-        );
+        let rows: Vec<ResultRecord> = [
+            ("q1", "kn", 1.0, true),
+            ("q2", "kn", 1.0, true),
+            ("q1", "kn-passages400", 0.5, false),
+            ("q2", "kn-passages400", 0.5, false),
+            ("q1", "bm25-top3", 0.0, false),
+            ("q2", "bm25-top3", 1.0, true),
+            ("q1", "bm25-passages400", 1.0, true),
+        ]
+        .into_iter()
+        .map(|(q, m, f1, hit)| on("hotpotqa-longbench-style", row(q, m, f1, hit)))
+        .collect();
+        write_run(&hotpot, &rows, "m");
         // 2Wiki: bm25-top3 only.
         write_run(
             &wiki,
