@@ -57,6 +57,8 @@ runs=(
 # order; Table 1's with --datasets and its --methods).
 compares=(
   "compare/longbench-style-0.5b-1.5b:runs/hotpot-longbench-style runs/hotpot-longbench-style-1.5b"
+  "compare/table1-0.5b:--datasets runs/hotpot-longbench-style runs/2wiki-longbench-style runs/musique-longbench-style --methods gold-passages,bm25-top3,contriever-top3,bm25-passages400,contriever-passages400,bm25-hop-passages400,bm25-own-hop-passages400,ges,kn,kn-passages400,kn-hop-final-s-mix-passages400@1,kn-hop-final-filled-passages400,kn-cooccurrence-passages400,kn-cooccurrence-hop-final-s-mix-passages400@4,kn-cooccurrence-hop-final-s-mix-passages400@1,kn-cooccurrence-hop-final-filled-passages400"
+  "compare/table1-1.5b:--datasets runs/hotpot-longbench-style-1.5b runs/2wiki-longbench-style-1.5b runs/musique-longbench-style-1.5b --methods gold-passages,bm25-top5,bm25-passages200,bm25-passages400,contriever-passages400,bm25-hop-passages400,bm25-own-hop-passages400,ges,kn,kn-passages400,kn-hop-final-s-mix-passages400@1,kn-hop-final-filled-passages400,kn-cooccurrence-hop-final-s-mix-passages400,kn-cooccurrence-hop-final-filled-passages400"
 )
 if [ "$write" = "--write" ]; then
   for pair in "${runs[@]}"; do
