@@ -569,3 +569,78 @@ fn corpus_add_with_the_llms_record_extracts_once() {
     assert!(out.contains("records: llm-graph v1 model="), "{out}");
     assert!(!out.contains("entities 0 "), "{out}");
 }
+
+/// `ask --corpus` with a navigator: KN (one trial) over the question's own co-occurrence
+/// memory of its candidate passages across a two-document corpus, with the real model; the
+/// trace names the corpus method and holds a real check.
+#[test]
+fn ask_across_a_corpus_with_kn_navigates_the_questions_candidates() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let other = dir.path().join("harbour.txt");
+    std::fs::write(
+        &other,
+        "The harbour of Oskarshamn is a port on the Baltic coast.\n\nIts ferries sail to Gotland.\n",
+    )
+    .unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let bin = env!("CARGO_BIN_EXE_qrmem");
+    let add = std::process::Command::new(bin)
+        .arg("corpus")
+        .arg("--corpus")
+        .arg(&corpus)
+        .arg("add")
+        .arg(format!("{root}/data/sample/velden.txt"))
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let trace_path = dir.path().join("trace.json");
+    let out = std::process::Command::new(bin)
+        .env("QRMEM_NAVIGATE_MAX_TRIALS", "1")
+        .arg("ask")
+        .arg("--corpus")
+        .arg(&corpus)
+        .args([
+            "--question",
+            question.trim(),
+            "--retriever",
+            "kn-cooccurrence-hop-final-s-mix-passages400",
+        ])
+        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--cache-dir")
+        .arg(shared_cache())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.trim().is_empty(), "an answer is printed");
+    assert!(
+        stderr.contains("across the corpus") && stderr.contains("velden.txt#"),
+        "{stderr}"
+    );
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    assert_eq!(
+        trace["method"].as_str().unwrap(),
+        "corpus-kn-cooccurrence-hop-final-s-mix-passages400"
+    );
+    let kinds: Vec<&str> = trace["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"answerability"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"answer"), "{kinds:?}");
+}
