@@ -222,46 +222,58 @@ fn shared_cache() -> std::path::PathBuf {
         .join(format!("qrmem-llm-real-cache-{}", std::process::id()))
 }
 
-#[test]
-fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
-    let _guard = serial();
-    let Some(llm) = local_llm() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let trace_path = dir.path().join("trace.json");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+/// Runs the binary with `args`, the local model, the shared reply cache and `--trace` into a
+/// file of `dir` (and the environment `env`); returns stdout, stderr and the trace, after
+/// checking that it succeeded and printed an answer.
+fn ask_traced(
+    llm: &LocalLlm,
+    dir: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+) -> (String, String, serde_json::Value) {
+    let trace_path = dir.join("trace.json");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .args([
-            "ask",
-            "--doc",
-            &format!("{root}/data/sample/velden.txt"),
-            "--question",
-            question.trim(),
-        ])
-        .args([
-            "--segment-tokens",
-            "150",
-            "--llm-base-url",
-            &llm.base_url,
-            "--llm-model",
-            &llm.model,
-        ])
+        .envs(env.iter().copied())
+        .args(args)
+        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
         .arg("--trace")
         .arg(&trace_path)
         .arg("--cache-dir")
         .arg(shared_cache())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(!stdout.trim().is_empty(), "an answer is printed");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+    (stdout, stderr, trace)
+}
+
+#[test]
+fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let doc = format!("{root}/data/sample/velden.txt");
+    let args = [
+        "ask",
+        "--doc",
+        doc.as_str(),
+        "--question",
+        question.trim(),
+        "--segment-tokens",
+        "150",
+    ]
+    .map(std::ffi::OsStr::new);
+    let (stdout, stderr, trace) = ask_traced(llm, dir.path(), &args, &[]);
     assert!(
         stderr.contains("method kn") && stderr.contains("LLM ledger"),
         "{stderr}"
     );
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
     assert_eq!(trace["answer"].as_str().unwrap().trim(), stdout.trim());
     let used: Vec<u64> = trace["segments_used"]
         .as_array()
@@ -602,35 +614,25 @@ fn ask_across_a_corpus_with_kn_navigates_the_questions_candidates() {
         String::from_utf8_lossy(&add.stderr)
     );
     let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
-    let trace_path = dir.path().join("trace.json");
-    let out = std::process::Command::new(bin)
-        .env("QRMEM_NAVIGATE_MAX_TRIALS", "1")
-        .arg("ask")
-        .arg("--corpus")
-        .arg(&corpus)
-        .args([
-            "--question",
-            question.trim(),
-            "--retriever",
-            "kn-cooccurrence-hop-final-s-mix-passages400",
-        ])
-        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
-        .arg("--trace")
-        .arg(&trace_path)
-        .arg("--cache-dir")
-        .arg(shared_cache())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(!stdout.trim().is_empty(), "an answer is printed");
+    let args = [
+        std::ffi::OsStr::new("ask"),
+        std::ffi::OsStr::new("--corpus"),
+        corpus.as_os_str(),
+        std::ffi::OsStr::new("--question"),
+        std::ffi::OsStr::new(question.trim()),
+        std::ffi::OsStr::new("--retriever"),
+        std::ffi::OsStr::new("kn-cooccurrence-hop-final-s-mix-passages400"),
+    ];
+    let (_, stderr, trace) = ask_traced(
+        llm,
+        dir.path(),
+        &args,
+        &[("QRMEM_NAVIGATE_MAX_TRIALS", "1")],
+    );
     assert!(
         stderr.contains("across the corpus") && stderr.contains("velden.txt#"),
         "{stderr}"
     );
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
     assert_eq!(
         trace["method"].as_str().unwrap(),
         "corpus-kn-cooccurrence-hop-final-s-mix-passages400"
