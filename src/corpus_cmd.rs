@@ -276,14 +276,7 @@ async fn qa(
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
-    let embedder: Box<dyn qrmem::embed::Embedder> =
-        if retrievers.iter().any(CorpusMethod::needs_embedder) {
-            Box::new(qrmem::embed::from_config(config).context("loading the embedder")?)
-        } else {
-            Box::new(qrmem::embed::Unavailable {
-                reason: "the lexical and graph retrievers use no embedder".into(),
-            })
-        };
+    let embedder = embedder_for(config, &retrievers)?;
     let rt = qrmem::methods::Runtime {
         llm: &svc,
         prompts: &prompts,
@@ -362,23 +355,31 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// The configured embedder when one of `methods` needs it, else none (the lexical and graph
+/// retrievers use none, and loading it takes seconds).
+fn embedder_for(
+    config: &qrmem::Config,
+    methods: &[CorpusMethod],
+) -> Result<Box<dyn qrmem::embed::Embedder>> {
+    Ok(if methods.iter().any(CorpusMethod::needs_embedder) {
+        Box::new(qrmem::embed::from_config(config).context("loading the embedder")?)
+    } else {
+        Box::new(qrmem::embed::Unavailable {
+            reason: "the lexical and graph retrievers use no embedder".into(),
+        })
+    })
+}
+
 /// `qrmem ask --corpus DIR`: the question answered across the corpus's documents.
 pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> Result<()> {
     let method: CorpusMethod = args.retriever.parse().map_err(anyhow::Error::msg)?;
     let mut corpus = Corpus::open_existing(dir)?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
-    let embedder: Box<dyn qrmem::embed::Embedder> = if method.needs_embedder() {
-        let e = qrmem::embed::from_config(config).context("loading the embedder")?;
-        if method == CorpusMethod::Retrieve(Retriever::Dense) {
-            corpus.embed_missing(&e, config.embed.batch_size.max(1), |_, _| {})?;
-        }
-        Box::new(e)
-    } else {
-        Box::new(qrmem::embed::Unavailable {
-            reason: "the lexical retrievers use no embedder".into(),
-        })
-    };
+    let embedder = embedder_for(config, std::slice::from_ref(&method))?;
+    if method == CorpusMethod::Retrieve(Retriever::Dense) {
+        corpus.embed_missing(embedder.as_ref(), config.embed.batch_size.max(1), |_, _| {})?;
+    }
     let ctx = qrmem::methods::Runtime {
         llm: &svc,
         prompts: &prompts,

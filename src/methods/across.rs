@@ -14,7 +14,7 @@ use crate::prompts::PromptId;
 use crate::text::{count_tokens, Span};
 
 use super::spec::{prepare, MemoryKind, MethodError};
-use super::{Ctx, MethodSpec, Runtime};
+use super::{MethodSpec, Runtime};
 
 /// Passages the retriever ranks before the budget cuts them.
 const CANDIDATES: usize = 30;
@@ -253,17 +253,9 @@ pub async fn navigate_corpus(
         None,
     )
     .await?;
-    let actx = Ctx {
-        llm: ctx.llm,
-        prompts: ctx.prompts,
-        embedder: ctx.embedder,
-        window: Window::of(&ctx.config.navigate),
-        answer: ctx.config.answer,
-        gold: None,
-    };
     let mut trace = super::run(
         spec,
-        &actx,
+        &ctx.ctx(None),
         &ctx.config.navigate,
         &prepared,
         question,
@@ -271,23 +263,21 @@ pub async fn navigate_corpus(
     )
     .await?;
     // The shown passages, in the order of the question's document (the candidates' rank).
-    let passages: Vec<PassageRef> = ranges
+    let shown: Vec<&Candidate> = ranges
         .iter()
-        .filter(|(_, (start, end))| {
+        .filter(|c| {
+            let (start, end) = c.span;
             trace
                 .answer_spans
                 .iter()
-                .any(|&(a, b)| a < *end && *start < b)
+                .any(|&(a, b)| a < end && start < b)
         })
-        .map(|(p, _)| p.clone())
         .collect();
-    let names: Vec<String> = passages
+    let passages: Vec<PassageRef> = shown.iter().map(|c| c.passage.clone()).collect();
+    let names: Vec<String> = shown
         .iter()
-        .map(|(doc, idx)| {
-            let name = corpus.name_of(doc)?.unwrap_or_default();
-            Ok(format!("{name}#{idx}"))
-        })
-        .collect::<Result<_, CorpusError>>()?;
+        .map(|c| format!("{}#{}", c.name, c.passage.1))
+        .collect();
     if let Some(step) = trace.steps.last_mut() {
         step.note.push_str(&format!(
             "; across the corpus: {} of {} candidate passages shown: {}",
@@ -300,13 +290,21 @@ pub async fn navigate_corpus(
     Ok(CorpusAnswer { trace, passages })
 }
 
+/// A candidate passage in the question's document: where it lies there, and its document's
+/// name.
+struct Candidate {
+    passage: PassageRef,
+    span: Span,
+    name: String,
+}
+
 /// The candidate passages as one document: each a `Passage i:` block under its title (the
 /// document's name; a passage with its own `Passage` header keeps it), in the given order;
 /// with each passage's byte range in the document.
 fn candidate_document(
     corpus: &dyn CorpusStore,
     ranked: &[PassageRef],
-) -> Result<(String, Vec<(PassageRef, Span)>), CorpusError> {
+) -> Result<(String, Vec<Candidate>), CorpusError> {
     let mut document = String::new();
     let mut ranges = Vec::new();
     for (k, (doc, idx)) in ranked.iter().enumerate() {
@@ -326,7 +324,11 @@ fn candidate_document(
             };
             document.push_str(&format!("Passage {}:\n{}\n{body}", k + 1, name.trim()));
         }
-        ranges.push(((doc.clone(), *idx), (start, document.len())));
+        ranges.push(Candidate {
+            passage: (doc.clone(), *idx),
+            span: (start, document.len()),
+            name,
+        });
         document.push_str("\n\n");
     }
     Ok((document, ranges))

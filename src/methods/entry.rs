@@ -14,8 +14,7 @@ use super::spec::{
     append_to_tree, new_summary_tree, open, prepare_with, save, MemoryKind, MethodError, Prepared,
     Runtime, Tuning,
 };
-use super::Ctx;
-use crate::answer::{Trace, Window};
+use crate::answer::Trace;
 
 /// Reads a document, naming the file and the problem when it cannot be used.
 pub fn read_document(path: &Path) -> Result<String, MethodError> {
@@ -139,15 +138,15 @@ pub async fn ask(
         }
     };
     let nav = &config.navigate;
-    let actx = Ctx {
-        llm: ctx.llm,
-        prompts: ctx.prompts,
-        embedder: ctx.embedder,
-        window: Window::of(nav),
-        answer: ctx.config.answer,
-        gold: None,
-    };
-    let trace = run(&spec, &actx, nav, &prepared, &req.question, &req.options).await?;
+    let trace = run(
+        &spec,
+        &ctx.ctx(None),
+        nav,
+        &prepared,
+        &req.question,
+        &req.options,
+    )
+    .await?;
     Ok(AskOutcome { trace, built })
 }
 

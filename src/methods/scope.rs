@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::{Ctx, MethodError, MethodSpec, Prepared, Runtime};
-use crate::answer::{Trace, Window};
+use crate::answer::Trace;
 use crate::config::NavigateConfig;
 use crate::llm::{Service, StageStats};
 
@@ -44,14 +44,7 @@ impl Scope {
     /// What a method answers with on this scope: `rt`'s prompts and embedder, the window of
     /// its configuration, and the question's gold evidence where the harness has it.
     pub fn ctx<'a>(&'a self, rt: &Runtime<'a>, gold: Option<&'a [crate::text::Span]>) -> Ctx<'a> {
-        Ctx {
-            llm: &self.llm,
-            prompts: rt.prompts,
-            embedder: rt.embedder,
-            window: Window::of(&rt.config.navigate),
-            answer: rt.config.answer,
-            gold,
-        }
+        self.runtime(rt).ctx(gold)
     }
 
     /// What the scope's calls cost so far, and the seconds since it started.

@@ -590,6 +590,22 @@ pub struct Runtime<'a> {
     pub config: &'a Config,
 }
 
+impl<'a> Runtime<'a> {
+    /// What a method answers with on this runtime: its LLM, prompts and embedder, the window
+    /// of its configuration's `[navigate]` and its `[answer]`, and the question's gold evidence
+    /// where the harness has it.
+    pub fn ctx(&self, gold: Option<&'a [crate::text::Span]>) -> super::Ctx<'a> {
+        super::Ctx {
+            llm: self.llm,
+            prompts: self.prompts,
+            embedder: self.embedder,
+            window: crate::answer::Window::of(&self.config.navigate),
+            answer: self.config.answer,
+            gold,
+        }
+    }
+}
+
 /// An empty summary tree with the configuration's segment length as its leaf length.
 pub(super) fn new_summary_tree(ctx: &Runtime<'_>) -> SummaryTree {
     SummaryTree::new(
