@@ -39,7 +39,7 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 read_or_refuse(f, &bar, &mut refused).map(|text| (f.display().to_string(), text))
             });
             let (mut new, mut present) = (0, 0);
-            corpus.add_all(docs, |name, added| {
+            let (_, cost) = corpus.add_all(docs, |name, added| {
                 match added {
                     Added::New { .. } => new += 1,
                     Added::Present { name: was, .. } => {
@@ -51,8 +51,11 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             })?;
             bar.finish_and_clear();
             eprintln!(
-                "added {new} documents ({present} already present) to {}",
-                dir.display()
+                "added {new} documents ({present} already present) to {}: extraction {:.3} s, assembly {:.3} s, index {:.3} s",
+                dir.display(),
+                cost.extract.as_secs_f64(),
+                cost.assemble.as_secs_f64(),
+                cost.index.as_secs_f64()
             );
             none_refused(&refused, files.len())?;
         }

@@ -31,7 +31,7 @@ mod store;
 pub use extract::{llm_record, llm_settings, LLM_RECORD_KIND};
 pub use record::{DocRecord, EntityRow, Record, RECORD_KIND};
 pub use retrieve::Retriever;
-pub use store::{doc_id, Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};
+pub use store::{doc_id, AddCost, Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};
 
 use std::path::{Path, PathBuf};
 

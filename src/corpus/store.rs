@@ -7,6 +7,7 @@
 //! provenance rows, which are tables.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
@@ -101,6 +102,24 @@ pub enum Added {
     New { id: String, passages: usize },
     /// Its text was already in the corpus (under this name): nothing changed.
     Present { id: String, name: String },
+}
+
+/// Where the time of adding documents went: their extraction (the passages and the
+/// co-occurrence record; an LLM record is made before the add and is not in it), the assembly
+/// (the transaction that stores the passages, the record and the provenance rows the entities
+/// are read from) and the index commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddCost {
+    pub extract: Duration,
+    pub assemble: Duration,
+    pub index: Duration,
+}
+
+impl AddCost {
+    /// The assembly and the index commit: what an add costs beyond its own extraction.
+    pub fn beyond_extraction(&self) -> Duration {
+        self.assemble + self.index
+    }
 }
 
 impl Corpus {
@@ -232,24 +251,29 @@ impl Corpus {
     /// Adds several documents, each in its own transaction (an interrupted call keeps the
     /// documents it finished, and a second call skips them), then indexes all their passages in
     /// one commit; `progress` is called after each document with its name and outcome.
+    /// Returns each document's outcome and where the time went (reading the documents, which
+    /// `docs` does as it is iterated, is in none of it).
     pub fn add_all(
         &mut self,
         docs: impl IntoIterator<Item = (String, String)>,
         mut progress: impl FnMut(&str, &Added),
-    ) -> Result<Vec<Added>, CorpusError> {
+    ) -> Result<(Vec<Added>, AddCost), CorpusError> {
         let mut out = Vec::new();
         let mut rows = Vec::new();
+        let mut cost = AddCost::default();
         for (name, text) in docs {
-            let (added, mut r) = self.store(&name, &text, None)?;
+            let (added, mut r) = self.store(&name, &text, None, &mut cost)?;
             progress(&name, &added);
             rows.append(&mut r);
             out.push(added);
         }
         if !rows.is_empty() {
+            let clock = Instant::now();
             let generation = self.generation()?;
             self.lexical.apply(false, &[], &rows, generation)?;
+            cost.index += clock.elapsed();
         }
-        Ok(out)
+        Ok((out, cost))
     }
 
     /// The passages a document of `name` and `text` is stored as, each with its title (its
@@ -293,7 +317,7 @@ impl Corpus {
         text: &str,
         record: &Record,
     ) -> Result<Added, CorpusError> {
-        let (added, rows) = self.store(name, text, Some(record))?;
+        let (added, rows) = self.store(name, text, Some(record), &mut AddCost::default())?;
         if !rows.is_empty() {
             let generation = self.generation()?;
             self.lexical.apply(false, &[], &rows, generation)?;
@@ -318,13 +342,14 @@ impl Corpus {
     }
 
     /// The database half of an add: one transaction; returns the passages to index. The
-    /// record is `given`, or the co-occurrence pass's.
+    /// record is `given`, or the co-occurrence pass's; the time of each part is added to `cost`.
     #[allow(clippy::type_complexity)]
     fn store(
         &mut self,
         name: &str,
         text: &str,
         given: Option<&Record>,
+        cost: &mut AddCost,
     ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
         let id = doc_id(text);
         let present: Option<String> = self
@@ -334,13 +359,10 @@ impl Corpus {
             })
             .optional()
             .map_err(|x| self.db_err(x))?;
+        let clock = Instant::now();
         let rows = self.units(name, text);
         let cooccurrence;
-        let Record {
-            kind: record_kind,
-            settings: record_settings,
-            record,
-        } = match given {
+        let record = match given {
             Some(r) => r,
             None => {
                 cooccurrence = Record {
@@ -356,6 +378,31 @@ impl Corpus {
                 &cooccurrence
             }
         };
+        cost.extract += clock.elapsed();
+        let clock = Instant::now();
+        let result = self.assemble(&id, name, text, present, rows, record);
+        cost.assemble += clock.elapsed();
+        result
+    }
+
+    /// The transaction of [`Corpus::store`]: the document's passages, its record and the
+    /// provenance rows read from it (a present document gets only a record of new settings).
+    #[allow(clippy::type_complexity)]
+    fn assemble(
+        &mut self,
+        id: &str,
+        name: &str,
+        text: &str,
+        present: Option<String>,
+        rows: Vec<(usize, usize, usize, String, String)>,
+        given: &Record,
+    ) -> Result<(Added, Vec<(String, usize, String)>), CorpusError> {
+        let id = id.to_string();
+        let Record {
+            kind: record_kind,
+            settings: record_settings,
+            record,
+        } = given;
         let body = serde_json::to_string(&record).map_err(|x| CorpusError::Invalid {
             path: self.dir.clone(),
             what: format!("record of {name}: {x}"),
@@ -603,7 +650,7 @@ impl CorpusStore for Corpus {
     /// rows assembled from it) in one transaction, then indexes its passages. A text already
     /// in the corpus changes nothing.
     fn add(&mut self, name: &str, text: &str) -> Result<Added, CorpusError> {
-        let (added, rows) = self.store(name, text, None)?;
+        let (added, rows) = self.store(name, text, None, &mut AddCost::default())?;
         if !rows.is_empty() {
             let generation = self.generation()?;
             self.lexical.apply(false, &[], &rows, generation)?;
