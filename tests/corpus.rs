@@ -439,6 +439,34 @@ async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
         note.contains("across the corpus") && note.contains("a.txt#0"),
         "{note}"
     );
+    assert!(!note.contains("relations from the LLM's records"), "{note}");
+    // A record with the LLM's relations for A (written here as `corpus add --extract llm`
+    // stores one): the question's memory gains the relation, and the trace says so.
+    let mut c = c;
+    let mut record = qrmem::corpus::DocRecord::cooccurrence(&c.passages_of_text("a.txt", A));
+    record.relations = vec![
+        vec![qrmem::corpus::RelationRow {
+            head: "ron joyc".into(),
+            tail: "tim horton".into(),
+            description: "Ron Joyce helped found Tim Hortons.".into(),
+        }],
+        Vec::new(),
+    ];
+    let record = qrmem::corpus::Record {
+        kind: "llm-graph".into(),
+        settings: "by hand".into(),
+        record,
+    };
+    c.add_with_record("a.txt", A, &record).unwrap();
+    assert_eq!(c.relations_of(&a_id, 0).unwrap().len(), 1);
+    let answered = qrmem::methods::answer_corpus(&ctx, &c, q, &[], &method, 0)
+        .await
+        .unwrap();
+    let note = &answered.trace.steps.last().unwrap().note;
+    assert!(
+        note.contains("relations from the LLM's records: 1"),
+        "{note}"
+    );
     // Only co-occurrence navigators answer across a corpus; others are refused naming why.
     let err = "kn-passages400".parse::<CorpusMethod>().unwrap_err();
     assert!(err.contains("-cooccurrence"), "{err}");
@@ -650,6 +678,25 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
         Added::New { .. }
     ));
     assert!(!c.needs_record(text, kind, &settings).unwrap());
+    // The graph's relations, each kept with the passage that names both its ends.
+    let id = qrmem::corpus::doc_id(text);
+    let designed = c.relations_of(&id, 0).unwrap();
+    assert!(
+        designed.iter().any(|r| r.head.starts_with("clara hoffmann")
+            && r.tail == "velden bridg"
+            && r.description.contains("designed the Velden Bridge")),
+        "{designed:?}"
+    );
+    // The second passage never names the bridge: none of its relations ends there.
+    let second = c.relations_of(&id, 1).unwrap();
+    assert!(!second.is_empty());
+    assert!(
+        second
+            .iter()
+            .all(|r| r.head != "velden bridg" && r.tail != "velden bridg"),
+        "{second:?}"
+    );
+    assert!(c.describe(3).unwrap().contains("relations "));
     let hoffmann: Vec<_> = c
         .entities()
         .unwrap()
@@ -690,5 +737,6 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
     );
     c.remove(&["velden.txt".into()]).unwrap();
     assert!(c.entities().unwrap().is_empty());
+    assert!(c.relations_of(&id, 0).unwrap().is_empty());
     assert!(c.needs_record(text, kind, &settings).unwrap());
 }

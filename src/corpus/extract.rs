@@ -27,12 +27,13 @@ const BUILD_PROMPTS: [PromptId; 4] = [
 
 /// What an LLM record is made with: the model, the build parameters and the build's prompts
 /// (a change to any is another record, never read as this one; a change to another prompt,
-/// the answer's say, leaves the records as they are).
+/// the answer's say, leaves the records as they are). `v2`: the record keeps the graph's
+/// relations (a `v1` record, entities only, is made again from the reply cache).
 pub fn llm_settings(model: &str, prompts: &Prompts, params: &BuildParams) -> String {
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(params).unwrap_or_default());
     format!(
-        "v1 model={model} prompts={} params={}",
+        "v2 model={model} prompts={} params={}",
         prompts.fingerprint(&BUILD_PROMPTS),
         &hex::encode(h.finalize())[..16]
     )

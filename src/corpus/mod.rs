@@ -9,9 +9,10 @@
 //!   carries the database's generation, and an index that lags (a crash between the two
 //!   commits) is rebuilt from the database when the corpus opens.
 //! - `record.rs`: the extraction record of one document (per passage, the entities the
-//!   co-occurrence pass finds; no LLM call), immutable and keyed by the document's content and
-//!   the extraction settings; the assembly of the records present into entities with their
-//!   provenance (which document's which passage names them).
+//!   co-occurrence pass finds, no LLM call; or the LLM graph's entities and the relations
+//!   whose two ends the passage names), immutable and keyed by the document's content and
+//!   the extraction settings; the assembly of the records present into entities and
+//!   relations with their provenance (which document's which passage names or states them).
 //! - `retrieve.rs`: ranking passages across documents for a question (BM25, and the hop from
 //!   the best passage to the own passages of the names it holds). HippoRAG's retrieval
 //!   protocol over a corpus is `eval::corpus_recall`.
@@ -29,7 +30,7 @@ mod retrieve;
 mod store;
 
 pub use extract::{llm_record, llm_settings, LLM_RECORD_KIND};
-pub use record::{DocRecord, EntityRow, Record, RECORD_KIND};
+pub use record::{DocRecord, EntityRow, Record, RelationRow, RECORD_KIND};
 pub use retrieve::Retriever;
 pub use store::{doc_id, AddCost, Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};
 
@@ -62,6 +63,8 @@ pub trait CorpusStore {
     fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError>;
     /// The entity keys (and names) a passage names.
     fn entities_of(&self, doc: &str, idx: usize) -> Result<Vec<(String, String)>, CorpusError>;
+    /// The relations a passage holds (the LLM's record's; none for the co-occurrence record).
+    fn relations_of(&self, doc: &str, idx: usize) -> Result<Vec<RelationRow>, CorpusError>;
     /// The passages that name the entity `key`, in document order.
     fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError>;
     /// The passages whose own (title) entity is `key`.

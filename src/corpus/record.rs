@@ -5,6 +5,9 @@
 //! phase, the assembly of the records present into entities with their provenance, is the
 //! `mentions` table the store keeps from them (`store.rs`).
 
+use std::collections::BTreeSet;
+
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use serde::{Deserialize, Serialize};
 
 use crate::memory::merge::{english_stemmer, normalize};
@@ -27,10 +30,24 @@ pub struct Record {
     pub record: DocRecord,
 }
 
-/// One document's extraction record: per passage (in order), its entities.
+/// One document's extraction record: per passage (in order), its entities, and (the LLM's
+/// record only) the relations between them the passage states.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocRecord {
     pub passages: Vec<Vec<EntityRow>>,
+    /// Per passage (as many as `passages`, or none): the LLM's relations whose two ends the
+    /// passage names. Left out when empty, so a co-occurrence record is written as it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relations: Vec<Vec<RelationRow>>,
+}
+
+/// A relation as a passage holds it: its two ends by merge key (each an entity row of the
+/// passage) and the LLM's sentence.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RelationRow {
+    pub head: String,
+    pub tail: String,
+    pub description: String,
 }
 
 /// An entity as a passage names it: the merge key (the normalised, stemmed name), the name as
@@ -59,13 +76,18 @@ impl DocRecord {
                 passage_rows(title.as_ref(), text.as_ref(), found, &stemmer)
             })
             .collect();
-        DocRecord { passages }
+        DocRecord {
+            passages,
+            relations: Vec::new(),
+        }
     }
 
     /// The LLM's record of a document (`llm-graph`): per passage, the entities of the QRMeM
     /// graph built over the whole document (`memory`, one joint extraction call a segment, as
     /// the paper builds it) that the passage names (a name or mention as whole words), with the
-    /// entity's type; and the title as in [`DocRecord::cooccurrence`].
+    /// entity's type; and the title as in [`DocRecord::cooccurrence`]. A relation of the graph
+    /// goes to every passage that names both its ends (the graph keeps the segments a relation
+    /// came from, not the passages).
     pub fn from_memory<S: AsRef<str>>(memory: &Memory, passages: &[(S, S)]) -> Self {
         let stemmer = english_stemmer();
         let entities: Vec<(&str, Vec<String>, &str)> = memory
@@ -90,8 +112,46 @@ impl DocRecord {
                     .map(|(name, _, kind)| (name.to_string(), kind.to_string()));
                 passage_rows(title.as_ref(), text.as_ref(), found, &stemmer)
             })
-            .collect();
-        DocRecord { passages }
+            .collect::<Vec<_>>();
+        let key = |name: &str| normalize(name, &stemmer).join(" ");
+        let relations = passages
+            .iter()
+            .map(|rows| {
+                let named: BTreeSet<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+                let mut out: Vec<RelationRow> = (&memory.graph)
+                    .edge_references()
+                    .filter_map(|e| {
+                        let head = key(&memory.graph[e.source()].name);
+                        let tail = key(&memory.graph[e.target()].name);
+                        (head != tail
+                            && named.contains(head.as_str())
+                            && named.contains(tail.as_str()))
+                        .then(|| RelationRow {
+                            head,
+                            tail,
+                            description: e.weight().description.clone(),
+                        })
+                    })
+                    .collect();
+                out.sort();
+                out.dedup();
+                out
+            })
+            .collect::<Vec<_>>();
+        let relations = if relations.iter().all(Vec::is_empty) {
+            Vec::new()
+        } else {
+            relations
+        };
+        DocRecord {
+            passages,
+            relations,
+        }
+    }
+
+    /// The relations of passage `idx` (none for a record without them).
+    pub fn relations_of(&self, idx: usize) -> &[RelationRow] {
+        self.relations.get(idx).map(Vec::as_slice).unwrap_or(&[])
     }
 }
 

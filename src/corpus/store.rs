@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use super::lexical::Lexical;
-use super::record::{DocRecord, Record, RECORD_KIND, RECORD_SETTINGS};
+use super::record::{DocRecord, Record, RelationRow, RECORD_KIND, RECORD_SETTINGS};
 use super::{CorpusError, CorpusStore};
 use crate::text::passages::{passages, title_key};
 
@@ -38,6 +38,12 @@ CREATE TABLE IF NOT EXISTS mentions (
   entity TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
   PRIMARY KEY (doc, idx, entity));
 CREATE INDEX IF NOT EXISTS mentions_by_entity ON mentions(entity);
+CREATE TABLE IF NOT EXISTS relations (
+  doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+  head TEXT NOT NULL, tail TEXT NOT NULL, description TEXT NOT NULL,
+  PRIMARY KEY (doc, idx, head, tail, description));
+CREATE INDEX IF NOT EXISTS relations_by_head ON relations(head);
+CREATE INDEX IF NOT EXISTS relations_by_tail ON relations(tail);
 CREATE TABLE IF NOT EXISTS vectors (
   doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
   model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (doc, idx, model));
@@ -427,6 +433,8 @@ impl Corpus {
                 .map_err(e)?;
                 tx.execute("DELETE FROM mentions WHERE doc = ?1", [&id])
                     .map_err(e)?;
+                tx.execute("DELETE FROM relations WHERE doc = ?1", [&id])
+                    .map_err(e)?;
                 insert_mentions(&tx, &id, record).map_err(e)?;
                 // The passages did not change: the generation (what the index and the
                 // vectors reflect) stays.
@@ -597,6 +605,10 @@ impl Corpus {
         let bytes: usize = docs.iter().map(|d| d.bytes).sum();
         let entities = self.entities()?;
         let generation = self.generation()?;
+        let relations: i64 = self
+            .db
+            .query_row("SELECT COUNT(*) FROM relations", [], |r| r.get(0))
+            .map_err(|x| self.db_err(x))?;
         let mut stmt = self
             .db
             .prepare("SELECT kind, settings, COUNT(*) FROM records GROUP BY kind, settings ORDER BY kind, settings")
@@ -613,7 +625,7 @@ impl Corpus {
             .and_then(|rows| rows.collect())
             .map_err(|x| self.db_err(x))?;
         let mut out = format!(
-            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {} (records: {})\n  generation {generation}; lexical index: {} passages{}\n",
+            "corpus {}\n  documents {}, passages {passages}, {bytes} bytes; entities {}, relations {relations} (records: {})\n  generation {generation}; lexical index: {} passages{}\n",
             self.dir.display(),
             docs.len(),
             entities.len(),
@@ -792,6 +804,27 @@ impl CorpusStore for Corpus {
         Ok(rows)
     }
 
+    /// The relations a passage holds (its record's, with their provenance).
+    fn relations_of(&self, doc: &str, idx: usize) -> Result<Vec<RelationRow>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare(
+                "SELECT head, tail, description FROM relations WHERE doc = ?1 AND idx = ?2 ORDER BY head, tail, description",
+            )
+            .map_err(|x| self.db_err(x))?;
+        let rows = stmt
+            .query_map(params![doc, idx as i64], |r| {
+                Ok(RelationRow {
+                    head: r.get(0)?,
+                    tail: r.get(1)?,
+                    description: r.get(2)?,
+                })
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|x| self.db_err(x))?;
+        Ok(rows)
+    }
+
     /// The passages that name the entity `key` (its provenance rows), in document order.
     fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
         self.mentions_where("m.entity = ?1", key)
@@ -914,6 +947,12 @@ fn insert_mentions(
             tx.execute(
                 "INSERT OR IGNORE INTO mentions (doc, idx, entity, name, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![id, idx as i64, r.key, r.name, r.kind],
+            )?;
+        }
+        for r in record.relations_of(idx) {
+            tx.execute(
+                "INSERT OR IGNORE INTO relations (doc, idx, head, tail, description) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, idx as i64, r.head, r.tail, r.description],
             )?;
         }
     }

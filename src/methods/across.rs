@@ -3,17 +3,23 @@
 //! the answer step every method ends with; or a navigator over the question's own memory of the
 //! corpus's best candidate passages.
 
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
+
+use petgraph::stable_graph::NodeIndex;
+use petgraph::visit::EdgeRef;
 
 use crate::answer::{
     answer_step, option_letter, with_options, AnswerError, Answered, Trace, Window,
 };
-use crate::corpus::{CorpusError, CorpusStore, PassageRef, Retriever};
+use crate::corpus::{CorpusError, CorpusStore, PassageRef, RelationRow, Retriever};
+use crate::memory::merge::{english_stemmer, normalize};
+use crate::memory::{Entity, Memory, Relation, Source};
 use crate::prompts::PromptId;
 use crate::text::{count_tokens, Span};
 
-use super::spec::{prepare, MemoryKind, MethodError};
+use super::spec::{prepare, MemoryKind, MethodError, Prepared};
 use super::{MethodSpec, Runtime};
 
 /// Passages the retriever ranks before the budget cuts them.
@@ -244,7 +250,7 @@ pub async fn navigate_corpus(
     if ranges.is_empty() {
         return Err(AcrossError::Empty(corpus.location().display().to_string()));
     }
-    let prepared = prepare(
+    let mut prepared = prepare(
         MemoryKind::Cooccurrence,
         ctx,
         &document,
@@ -253,6 +259,20 @@ pub async fn navigate_corpus(
         None,
     )
     .await?;
+    // Where the candidates' records hold the LLM's relations (`corpus add --extract llm`),
+    // the question's memory has them too: QRMeM's relations across documents.
+    let mut related = 0;
+    if let Prepared::Graph(memory) = &mut prepared {
+        for c in &ranges {
+            let (doc, idx) = &c.passage;
+            let relations = corpus.relations_of(doc, *idx)?;
+            if relations.is_empty() {
+                continue;
+            }
+            let names = corpus.entities_of(doc, *idx)?;
+            related += add_relations(memory, c.span, &names, &relations);
+        }
+    }
     let mut trace = super::run(
         spec,
         &ctx.ctx(None),
@@ -280,14 +300,95 @@ pub async fn navigate_corpus(
         .collect();
     if let Some(step) = trace.steps.last_mut() {
         step.note.push_str(&format!(
-            "; across the corpus: {} of {} candidate passages shown: {}",
+            "; across the corpus: {} of {} candidate passages shown: {}{}",
             passages.len(),
             ranges.len(),
-            names.join(", ")
+            names.join(", "),
+            if related > 0 {
+                format!("; relations from the LLM's records: {related}")
+            } else {
+                String::new()
+            }
         ));
     }
     trace.method = format!("corpus-{}", spec.name());
     Ok(CorpusAnswer { trace, passages })
+}
+
+/// Adds the `relations` a passage's record holds to the question's `memory`, the passage lying
+/// at `span` of its document: each an edge (the LLM's sentence) between the entities its two
+/// ends name (found by merge key among the memory's names and mentions; an end the
+/// co-occurrence pass did not find becomes an entity named as the record's row `names` writes
+/// it), linked to the segments the passage lies in. A relation the memory already holds
+/// between the same two entities with the same sentence gains these segments instead. Returns
+/// the edges added.
+fn add_relations(
+    memory: &mut Memory,
+    span: Span,
+    names: &[(String, String)],
+    relations: &[RelationRow],
+) -> usize {
+    let stemmer = english_stemmer();
+    let segments: BTreeSet<usize> = memory
+        .segments
+        .iter()
+        .filter(|s| s.start < span.1 && span.0 < s.end)
+        .map(|s| s.index)
+        .collect();
+    let mut by_key: HashMap<String, NodeIndex> = HashMap::new();
+    for n in memory.graph.node_indices() {
+        let e = &memory.graph[n];
+        for m in std::iter::once(&e.name).chain(&e.mentions) {
+            by_key.entry(normalize(m, &stemmer).join(" ")).or_insert(n);
+        }
+    }
+    let mut node = |memory: &mut Memory, key: &str| -> Option<NodeIndex> {
+        if let Some(&n) = by_key.get(key) {
+            return Some(n);
+        }
+        let (_, name) = names.iter().find(|(k, _)| k == key)?;
+        let n = memory.graph.add_node(Entity {
+            name: name.clone(),
+            kind: "other".to_string(),
+            mentions: BTreeSet::from([name.clone()]),
+            segments: segments.clone(),
+            sources: BTreeSet::from([Source::Llm]),
+            generic: false,
+        });
+        by_key.insert(key.to_string(), n);
+        Some(n)
+    };
+    let mut added = 0;
+    for r in relations {
+        let (Some(head), Some(tail)) = (node(memory, &r.head), node(memory, &r.tail)) else {
+            continue;
+        };
+        if head == tail {
+            continue;
+        }
+        let same = memory
+            .graph
+            .edges_connecting(head, tail)
+            .find(|e| e.weight().description == r.description)
+            .map(|e| e.id());
+        match same {
+            Some(e) => memory.graph[e].segments.extend(segments.iter().copied()),
+            None => {
+                memory.graph.add_edge(
+                    head,
+                    tail,
+                    Relation {
+                        description: r.description.clone(),
+                        segments: segments.clone(),
+                        merged_from: 1,
+                        helper_questions: Vec::new(),
+                    },
+                );
+                added += 1;
+            }
+        }
+    }
+    added
 }
 
 /// A candidate passage in the question's document: where it lies there, and its document's
@@ -332,4 +433,68 @@ fn candidate_document(
         document.push_str("\n\n");
     }
     Ok((document, ranges))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{build_cooccurrence, BuildParams};
+
+    /// The LLM's relations of a candidate's record join the question's co-occurrence memory:
+    /// between the entities the memory has (found by merge key), or a new entity named as the
+    /// record writes it; linked to the passage's segments; a relation met again adds nothing.
+    #[test]
+    fn a_records_relations_join_the_questions_memory_between_its_entities() {
+        let doc = "Passage 1:\nAlpha Works\nAlpha Works was founded by Clara Hoffmann in Bern.\n\n\
+                   Passage 2:\nDelta\nDelta lies far from Bern.\n";
+        let params = BuildParams {
+            cooccurrence: true,
+            ..BuildParams::from_config(&crate::config::Config::default())
+        };
+        let mut m = build_cooccurrence(doc, "doc", params, "none").unwrap();
+        let entities = m.graph.node_count();
+        let edges = m.graph.edge_count();
+        let span = (0, doc.find("Passage 2").unwrap());
+        let names = vec![
+            ("alpha work".to_string(), "Alpha Works".to_string()),
+            ("clockmak".to_string(), "clockmaker".to_string()),
+        ];
+        let relations = vec![
+            RelationRow {
+                head: "alpha work".into(),
+                tail: "clara hoffmann".into(),
+                description: "Alpha Works was founded by Clara Hoffmann.".into(),
+            },
+            RelationRow {
+                head: "alpha work".into(),
+                tail: "clockmak".into(),
+                description: "Alpha Works is a clockmaker.".into(),
+            },
+            // An end the passage's rows do not name: left out.
+            RelationRow {
+                head: "alpha work".into(),
+                tail: "nowher".into(),
+                description: "Alpha Works is nowhere.".into(),
+            },
+        ];
+        assert_eq!(add_relations(&mut m, span, &names, &relations), 2);
+        assert_eq!(m.graph.node_count(), entities + 1);
+        assert_eq!(m.graph.edge_count(), edges + 2);
+        let node = |name: &str| {
+            m.graph
+                .node_indices()
+                .find(|&n| m.graph[n].name == name)
+                .unwrap()
+        };
+        let founded = m
+            .graph
+            .edges_connecting(node("Alpha Works"), node("Clara Hoffmann"))
+            .find(|e| e.weight().description == "Alpha Works was founded by Clara Hoffmann.")
+            .unwrap();
+        assert_eq!(founded.weight().segments, BTreeSet::from([0]));
+        assert!(m.graph[node("clockmaker")].sources.contains(&Source::Llm));
+        // The same relations again (another passage of the same segment): nothing new.
+        assert_eq!(add_relations(&mut m, span, &names, &relations), 0);
+        assert_eq!(m.graph.edge_count(), edges + 2);
+    }
 }
