@@ -172,12 +172,7 @@ impl BatchOptions {
     /// The method's name in the output lines.
     fn method_name(&self) -> String {
         match &self.corpus {
-            Some(c) => match &c.retriever {
-                methods::CorpusMethod::Retrieve(r) => {
-                    format!("corpus-{r}-passages{}", c.context_tokens)
-                }
-                methods::CorpusMethod::Navigate(spec) => format!("corpus-{}", spec.name()),
-            },
+            Some(c) => c.retriever.corpus_name(c.context_tokens),
             None => self.method.to_string(),
         }
     }

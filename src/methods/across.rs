@@ -103,7 +103,7 @@ pub async fn ask_corpus(
         option_letter(&answer, options)
     };
     let mut trace = Trace {
-        method: format!("corpus-{retriever}-passages{budget}"),
+        method: CorpusMethod::Retrieve(retriever).corpus_name(budget),
         question: question.to_string(),
         answer,
         reasoning,
@@ -200,6 +200,16 @@ impl FromStr for CorpusMethod {
 }
 
 impl CorpusMethod {
+    /// Its name in traces and output lines, answering from at most `budget` tokens of
+    /// passages: `corpus-`, then the retriever and `-passagesN`, or the navigator's name (which
+    /// holds its own budget).
+    pub fn corpus_name(&self, budget: usize) -> String {
+        match self {
+            CorpusMethod::Retrieve(r) => format!("corpus-{r}-passages{budget}"),
+            CorpusMethod::Navigate(spec) => format!("corpus-{}", spec.name()),
+        }
+    }
+
     /// Whether it needs the embedder (the dense retriever, and every navigator: KN scores
     /// edges and passages by it).
     pub fn needs_embedder(&self) -> bool {
