@@ -114,24 +114,23 @@ impl DocRecord {
             })
             .collect::<Vec<_>>();
         let key = |name: &str| normalize(name, &stemmer).join(" ");
+        let edges: Vec<RelationRow> = (&memory.graph)
+            .edge_references()
+            .map(|e| RelationRow {
+                head: key(&memory.graph[e.source()].name),
+                tail: key(&memory.graph[e.target()].name),
+                description: e.weight().description.clone(),
+            })
+            .filter(|r| r.head != r.tail)
+            .collect();
         let relations = passages
             .iter()
             .map(|rows| {
                 let named: BTreeSet<&str> = rows.iter().map(|r| r.key.as_str()).collect();
-                let mut out: Vec<RelationRow> = (&memory.graph)
-                    .edge_references()
-                    .filter_map(|e| {
-                        let head = key(&memory.graph[e.source()].name);
-                        let tail = key(&memory.graph[e.target()].name);
-                        (head != tail
-                            && named.contains(head.as_str())
-                            && named.contains(tail.as_str()))
-                        .then(|| RelationRow {
-                            head,
-                            tail,
-                            description: e.weight().description.clone(),
-                        })
-                    })
+                let mut out: Vec<RelationRow> = edges
+                    .iter()
+                    .filter(|r| named.contains(r.head.as_str()) && named.contains(r.tail.as_str()))
+                    .cloned()
                     .collect();
                 out.sort();
                 out.dedup();

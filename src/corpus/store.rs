@@ -121,13 +121,6 @@ pub struct AddCost {
     pub index: Duration,
 }
 
-impl AddCost {
-    /// The assembly and the index commit: what an add costs beyond its own extraction.
-    pub fn beyond_extraction(&self) -> Duration {
-        self.assemble + self.index
-    }
-}
-
 impl Corpus {
     /// Opens the corpus in `dir`, creating it (passages of at most `passage_tokens` tokens,
     /// fixed at creation) when it does not exist; repairs a lexical index that lags the
