@@ -486,6 +486,10 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("added 2 documents"), "{}", text(&out));
+    // Where the add's time went, part by part.
+    for part in ["extraction ", "assembly ", "index "] {
+        assert!(text(&out).contains(part), "{}", text(&out));
+    }
     let ls = qrmem(&["corpus", "--corpus", c, "ls"], url, dir.path());
     let listed = String::from_utf8_lossy(&ls.stdout).to_string();
     assert_eq!(listed.lines().count(), 3, "{listed}");
