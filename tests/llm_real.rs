@@ -533,7 +533,7 @@ fn garlic_answers_over_the_sample() {
 }
 
 /// `corpus add --extract llm` with the real model: the sample's record is the graph the model
-/// builds over it (entities assembled, the record kind listed by `inspect`), and adding it
+/// builds over it (entities and relations assembled, the record kind listed by `inspect`), and adding it
 /// again extracts nothing.
 #[test]
 fn corpus_add_with_the_llms_record_extracts_once() {
@@ -578,8 +578,10 @@ fn corpus_add_with_the_llms_record_extracts_once() {
     let out = String::from_utf8_lossy(&inspect.stdout).to_string()
         + &String::from_utf8_lossy(&inspect.stderr);
     assert!(inspect.status.success(), "{out}");
-    assert!(out.contains("records: llm-graph v1 model="), "{out}");
+    assert!(out.contains("records: llm-graph v2 model="), "{out}");
     assert!(!out.contains("entities 0 "), "{out}");
+    // The graph's relations are kept with the passages that name both their ends.
+    assert!(!out.contains("relations 0 "), "{out}");
 }
 
 /// `ask --corpus` with a navigator: KN (one trial) over the question's own co-occurrence
