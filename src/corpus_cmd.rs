@@ -160,8 +160,11 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
 }
 
 /// `qrmem corpus add --extract llm`: each document's record is the QRMeM graph the LLM builds
-/// over it, one document at a time (its calls `concurrency` at a time, through the reply
-/// cache); a document already present with such a record is not extracted again.
+/// over it (through the reply cache); a document already present with such a record is not
+/// extracted again. `concurrency` documents are extracted at once (a short document's calls
+/// follow one another: summary, extraction, merge), all their calls sharing the client's
+/// `concurrency` requests in flight; each is stored, in the files' order, as its turn comes,
+/// one transaction a document, so an interrupted add keeps every document stored before it.
 async fn add_llm(
     config: &qrmem::Config,
     dir: &Path,
@@ -177,36 +180,54 @@ async fn add_llm(
     let bar = qrmem::progress::count_bar(files.len() as u64, "extracting documents");
     let (mut new, mut updated, mut had) = (0, 0, 0);
     let mut refused: Vec<String> = Vec::new();
-    for f in &files {
-        let name = f.display().to_string();
-        bar.set_message(name.clone());
-        let Some(text) = read_or_refuse(f, &bar, &mut refused) else {
-            continue;
-        };
-        if !corpus.needs_record(&text, qrmem::corpus::LLM_RECORD_KIND, &settings)? {
-            had += 1;
+    let at_once = config.llm.concurrency.max(1);
+    // A group of `at_once` files at a time: read (each file only as its group comes, so a
+    // large directory is never in memory at once), extracted together, stored in order.
+    for group in files.chunks(at_once) {
+        // Each file to extract: its name, its text and its passages (title, text).
+        type Todo = (String, String, Vec<(String, String)>);
+        let mut todo: Vec<Todo> = Vec::new();
+        for f in group {
+            let name = f.display().to_string();
+            let Some(text) = read_or_refuse(f, &bar, &mut refused) else {
+                continue;
+            };
+            if !corpus.needs_record(&text, qrmem::corpus::LLM_RECORD_KIND, &settings)? {
+                had += 1;
+                bar.inc(1);
+                continue;
+            }
+            let passages = corpus.passages_of_text(&name, &text);
+            todo.push((name, text, passages));
+        }
+        if let Some((name, ..)) = todo.first() {
+            bar.set_message(name.clone());
+        }
+        let records = futures::future::join_all(todo.iter().map(|(name, text, passages)| {
+            qrmem::corpus::llm_record(
+                &svc,
+                &prompts,
+                params.clone(),
+                config.llm.concurrency,
+                name,
+                text,
+                passages,
+            )
+        }))
+        .await;
+        for ((name, text, _), record) in todo.iter().zip(records) {
+            match record {
+                Ok(record) => match corpus.add_with_record(name, text, &record)? {
+                    Added::New { .. } => new += 1,
+                    Added::Present { .. } => updated += 1,
+                },
+                Err(e) => {
+                    bar.println(e.to_string());
+                    refused.push(e.to_string());
+                }
+            }
             bar.inc(1);
-            continue;
         }
-        let passages = corpus.passages_of_text(&name, &text);
-        match qrmem::corpus::llm_record(
-            &svc,
-            &prompts,
-            params.clone(),
-            config.llm.concurrency,
-            &name,
-            &text,
-            &passages,
-        )
-        .await
-        {
-            Ok(record) => match corpus.add_with_record(&name, &text, &record)? {
-                Added::New { .. } => new += 1,
-                Added::Present { .. } => updated += 1,
-            },
-            Err(e) => refused.push(e.to_string()),
-        }
-        bar.inc(1);
     }
     bar.finish_and_clear();
     let spent = svc.ledger().snapshot().total();

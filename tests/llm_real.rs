@@ -532,27 +532,31 @@ fn garlic_answers_over_the_sample() {
     assert_eq!(steps.last().unwrap()["kind"], "answer");
 }
 
-/// `corpus add --extract llm` with the real model: the sample's record is the graph the model
-/// builds over it (entities and relations assembled, the record kind listed by `inspect`), and adding it
-/// again extracts nothing.
+/// `corpus add --extract llm` with the real model: each document's record is the graph the
+/// model builds over it (two documents extracted at once, `--concurrency 2`; entities and
+/// relations assembled, the record kind listed by `inspect`), and adding them again extracts
+/// nothing.
 #[test]
 fn corpus_add_with_the_llms_record_extracts_once() {
     let _guard = serial();
     let Some(llm) = local_llm() else { return };
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
+    let other = dir.path().join("harbour.txt");
+    std::fs::write(
+        &other,
+        "The harbour of Oskarshamn is a port on the Baltic coast. Its ferries sail to Gotland.\n",
+    )
+    .unwrap();
     let root = env!("CARGO_MANIFEST_DIR");
     let add = || {
         std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
             .arg("corpus")
             .arg("--corpus")
             .arg(&corpus)
-            .args([
-                "add",
-                &format!("{root}/data/sample/velden.txt"),
-                "--extract",
-                "llm",
-            ])
+            .args(["add", &format!("{root}/data/sample/velden.txt")])
+            .arg(&other)
+            .args(["--extract", "llm", "--concurrency", "2"])
             .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
             .arg("--cache-dir")
             .arg(shared_cache())
@@ -562,12 +566,12 @@ fn corpus_add_with_the_llms_record_extracts_once() {
     let first = add();
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert!(first.status.success(), "{stderr}");
-    assert!(stderr.contains("added 1 documents"), "{stderr}");
+    assert!(stderr.contains("added 2 documents"), "{stderr}");
     let again = add();
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{stderr}");
     assert!(
-        stderr.contains("left 1 that had it") && stderr.contains("LLM: 0 requests, 0 from"),
+        stderr.contains("left 2 that had it") && stderr.contains("LLM: 0 requests, 0 from"),
         "{stderr}"
     );
     let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
