@@ -273,6 +273,7 @@ pub async fn navigate_corpus(
     // the question's memory has them too: QRMeM's relations across documents.
     let mut related = 0;
     if let Prepared::Graph(memory) = &mut prepared {
+        let mut by_key = memory_keys(memory);
         for c in &ranges {
             let (doc, idx) = &c.passage;
             let relations = corpus.relations_of(doc, *idx)?;
@@ -280,7 +281,7 @@ pub async fn navigate_corpus(
                 continue;
             }
             let names = corpus.entities_of(doc, *idx)?;
-            related += add_relations(memory, c.span, &names, &relations);
+            related += add_relations(memory, &mut by_key, c.span, &names, &relations);
         }
     }
     let mut trace = super::run(
@@ -325,26 +326,10 @@ pub async fn navigate_corpus(
     Ok(CorpusAnswer { trace, passages })
 }
 
-/// Adds the `relations` a passage's record holds to the question's `memory`, the passage lying
-/// at `span` of its document: each an edge (the LLM's sentence) between the entities its two
-/// ends name (found by merge key among the memory's names and mentions; an end the
-/// co-occurrence pass did not find becomes an entity named as the record's row `names` writes
-/// it), linked to the segments the passage lies in. A relation the memory already holds
-/// between the same two entities with the same sentence gains these segments instead. Returns
-/// the edges added.
-fn add_relations(
-    memory: &mut Memory,
-    span: Span,
-    names: &[(String, String)],
-    relations: &[RelationRow],
-) -> usize {
+/// Each merge key of `memory`'s entity names and mentions, with the entity it names (the first
+/// where two share one).
+fn memory_keys(memory: &Memory) -> HashMap<String, NodeIndex> {
     let stemmer = english_stemmer();
-    let segments: BTreeSet<usize> = memory
-        .segments
-        .iter()
-        .filter(|s| s.start < span.1 && span.0 < s.end)
-        .map(|s| s.index)
-        .collect();
     let mut by_key: HashMap<String, NodeIndex> = HashMap::new();
     for n in memory.graph.node_indices() {
         let e = &memory.graph[n];
@@ -352,6 +337,30 @@ fn add_relations(
             by_key.entry(normalize(m, &stemmer).join(" ")).or_insert(n);
         }
     }
+    by_key
+}
+
+/// Adds the `relations` a passage's record holds to the question's `memory`, the passage lying
+/// at `span` of its document: each an edge (the LLM's sentence) between the entities its two
+/// ends name (found by merge key among the memory's names and mentions; an end the
+/// co-occurrence pass did not find becomes an entity named as the record's row `names` writes
+/// it), linked to the segments the passage lies in. A relation the memory already holds
+/// between the same two entities with the same sentence gains these segments instead. Returns
+/// the edges added. `by_key` is [`memory_keys`] of `memory`, kept up to date here, so that a
+/// question's candidates share it.
+fn add_relations(
+    memory: &mut Memory,
+    by_key: &mut HashMap<String, NodeIndex>,
+    span: Span,
+    names: &[(String, String)],
+    relations: &[RelationRow],
+) -> usize {
+    let segments: BTreeSet<usize> = memory
+        .segments
+        .iter()
+        .filter(|s| s.start < span.1 && span.0 < s.end)
+        .map(|s| s.index)
+        .collect();
     let mut node = |memory: &mut Memory, key: &str| -> Option<NodeIndex> {
         if let Some(&n) = by_key.get(key) {
             return Some(n);
@@ -487,7 +496,11 @@ mod tests {
                 description: "Alpha Works is nowhere.".into(),
             },
         ];
-        assert_eq!(add_relations(&mut m, span, &names, &relations), 2);
+        let mut by_key = memory_keys(&m);
+        assert_eq!(
+            add_relations(&mut m, &mut by_key, span, &names, &relations),
+            2
+        );
         assert_eq!(m.graph.node_count(), entities + 1);
         assert_eq!(m.graph.edge_count(), edges + 2);
         let node = |name: &str| {
@@ -503,8 +516,13 @@ mod tests {
             .unwrap();
         assert_eq!(founded.weight().segments, BTreeSet::from([0]));
         assert!(m.graph[node("clockmaker")].sources.contains(&Source::Llm));
-        // The same relations again (another passage of the same segment): nothing new.
-        assert_eq!(add_relations(&mut m, span, &names, &relations), 0);
+        // The same relations again (another passage of the same segment, the question's key
+        // map shared): nothing new, not even the entity the first call added.
+        assert_eq!(
+            add_relations(&mut m, &mut by_key, span, &names, &relations),
+            0
+        );
         assert_eq!(m.graph.edge_count(), edges + 2);
+        assert_eq!(m.graph.node_count(), entities + 1);
     }
 }
