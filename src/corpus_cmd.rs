@@ -1,5 +1,6 @@
 //! `qrmem corpus`: the commands over a corpus (`qrmem::corpus`), parsed in `args.rs`.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -181,6 +182,8 @@ async fn add_llm(
     let (mut new, mut updated, mut had) = (0, 0, 0);
     let mut refused: Vec<String> = Vec::new();
     let at_once = config.llm.concurrency.max(1);
+    let lines = !std::io::stderr().is_terminal();
+    let (started, mut extracted) = (std::time::Instant::now(), 0u64);
     // A group of `at_once` files at a time: read (each file only as its group comes, so a
     // large directory is never in memory at once), extracted together, stored in order.
     for group in files.chunks(at_once) {
@@ -227,6 +230,20 @@ async fn add_llm(
                 }
             }
             bar.inc(1);
+        }
+        extracted += todo.len() as u64;
+        // Where stderr is not a terminal the bar is not drawn: a line a group instead, its ETA
+        // at the mean rate of the documents extracted (not of those that already had it).
+        if lines {
+            let left = files.len() as u64 - bar.position();
+            eprintln!(
+                "{} {}/{} documents: {new} added, {updated} given this record, {had} had it, {} refused; ETA {}",
+                qrmem::progress::clock(),
+                bar.position(),
+                files.len(),
+                refused.len(),
+                qrmem::progress::eta_text(extracted, extracted + left, started.elapsed())
+            );
         }
     }
     bar.finish_and_clear();

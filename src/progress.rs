@@ -21,11 +21,22 @@ pub(crate) fn mean_rate_eta(done: u64, total: u64, elapsed: Duration) -> Option<
 }
 
 /// [`mean_rate_eta`] for a person: "?" until the first step finishes.
-pub(crate) fn eta_text(done: u64, total: u64, elapsed: Duration) -> String {
+pub fn eta_text(done: u64, total: u64, elapsed: Duration) -> String {
     match mean_rate_eta(done, total, elapsed) {
         Some(d) => indicatif::HumanDuration(d).to_string(),
         None => "?".to_string(),
     }
+}
+
+/// UTC wall-clock time of day, `hh:mm:ss`, for the plain progress lines printed where stderr is
+/// not a terminal (a bar is not drawn there).
+pub fn clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        % 86_400;
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// A bar style from `template`, in which the key `{mean_eta}` is [`eta_text`] of the bar. A

@@ -26,7 +26,7 @@ use crate::llm::{LedgerSnapshot, StageStats};
 use crate::methods::{
     self, MemoryDir, MemoryKind, MethodError, MethodSpec, Origin, Prepared, Runtime, Scope,
 };
-use crate::progress::{self, eta_text};
+use crate::progress::{self, clock, eta_text};
 use crate::text::count_tokens;
 
 #[derive(Debug, Error)]
@@ -587,16 +587,6 @@ fn watch_build(
 fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-/// UTC wall-clock time of day, `hh:mm:ss`, for the plain progress lines.
-fn clock() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        % 86_400;
-    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// The directory of a run's memories.
