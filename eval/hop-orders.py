@@ -129,18 +129,25 @@ def recall(ps, o, gold, budget):
 
 
 MODES = ["own-hop", "chain", "each", "prf2", "prf3"]
-print("| items | budget | " + " | ".join(MODES) + " | items 1-10: " + " / ".join(MODES) + " |")
-print("|---|---:|" + "---:|" * len(MODES) + "---|")
-for path in sys.argv[1:]:
-    items = [json.loads(line) for line in open(path) if line.strip()]
-    for budget in (400, 600):
-        res = collections.defaultdict(list)
-        for r in items:
-            ps = passages(r["context"])
-            gold = r["supporting_spans"]
-            gold = gold if isinstance(gold, list) else ast.literal_eval(gold)
-            for m in MODES:
-                res[m].append(recall(ps, order(ps, r["input"], m), gold, budget))
-        all_ = " | ".join(f"{100 * sum(res[m]) / len(res[m]):.1f}" for m in MODES)
-        first = " / ".join(f"{100 * sum(res[m][:10]) / 10:.1f}" for m in MODES)
-        print(f"| {path.split('/')[-1]} ({len(items)}) | {budget} | {all_} | {first} |")
+
+
+def main():
+    print("| items | budget | " + " | ".join(MODES) + " | items 1-10: " + " / ".join(MODES) + " |")
+    print("|---|---:|" + "---:|" * len(MODES) + "---|")
+    for path in sys.argv[1:]:
+        items = [json.loads(line) for line in open(path) if line.strip()]
+        for budget in (400, 600):
+            res = collections.defaultdict(list)
+            for r in items:
+                ps = passages(r["context"])
+                gold = r["supporting_spans"]
+                gold = gold if isinstance(gold, list) else ast.literal_eval(gold)
+                for m in MODES:
+                    res[m].append(recall(ps, order(ps, r["input"], m), gold, budget))
+            all_ = " | ".join(f"{100 * sum(res[m]) / len(res[m]):.1f}" for m in MODES)
+            first = " / ".join(f"{100 * sum(res[m][:10]) / 10:.1f}" for m in MODES)
+            print(f"| {path.split('/')[-1]} ({len(items)}) | {budget} | {all_} | {first} |")
+
+
+if __name__ == "__main__":
+    main()
