@@ -200,7 +200,7 @@ async fn add_llm(
                 bar.inc(1);
                 continue;
             }
-            let passages = corpus.passages_of_text(&name, &text);
+            let passages = corpus.passages_of_text(&name, &text)?;
             todo.push((name, text, passages));
         }
         if let Some((name, ..)) = todo.first() {

@@ -443,7 +443,8 @@ async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
     // A record with the LLM's relations for A (written here as `corpus add --extract llm`
     // stores one): the question's memory gains the relation, and the trace says so.
     let mut c = c;
-    let mut record = qrmem::corpus::DocRecord::cooccurrence(&c.passages_of_text("a.txt", A));
+    let mut record =
+        qrmem::corpus::DocRecord::cooccurrence(&c.passages_of_text("a.txt", A).unwrap());
     record.relations = vec![
         vec![qrmem::corpus::RelationRow {
             head: "ron joyc".into(),
@@ -651,7 +652,7 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
     let text = common::velden::DOC;
     let kind = qrmem::corpus::LLM_RECORD_KIND;
     assert!(c.needs_record(text, kind, &settings).unwrap());
-    let passages = c.passages_of_text("velden.txt", text);
+    let passages = c.passages_of_text("velden.txt", text).unwrap();
     let record = qrmem::corpus::llm_record(
         &svc,
         &prompts,
@@ -723,7 +724,8 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
         &c.passages_of_text(
             "other.txt",
             "Passage 1:\nAlpha\nAlpha founded Beta in Delta.",
-        ),
+        )
+        .unwrap(),
     )
     .await
     .err()
@@ -739,4 +741,37 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
     assert!(c.entities().unwrap().is_empty());
     assert!(c.relations_of(&id, 0).unwrap().is_empty());
     assert!(c.needs_record(text, kind, &settings).unwrap());
+}
+
+/// A record made for a document already in the corpus is made over the passages as stored: a
+/// later add under another name (`corpus add --extract llm FILE` of a paragraph that `corpus
+/// recall` stored under its title) still titles them with the stored name, so the title stays
+/// the passage's own entity in the record.
+#[test]
+fn a_present_documents_passages_keep_the_name_it_was_stored_under() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let text =
+        "Christy Sutherland\nChristy Sutherland is a country singer who signed with Epic Records.";
+    let fresh = c.passages_of_text("/tmp/in/001.txt", text).unwrap();
+    assert!(
+        fresh
+            .iter()
+            .all(|(title, _)| !title.to_lowercase().contains("christy")),
+        "{fresh:?}"
+    );
+    c.add("Christy Sutherland", text).unwrap();
+    let stored = c.passages_of_text("/tmp/in/001.txt", text).unwrap();
+    assert!(!stored.is_empty());
+    assert!(
+        stored
+            .iter()
+            .all(|(title, _)| title.eq_ignore_ascii_case("Christy Sutherland")),
+        "{stored:?}"
+    );
+    // The record made over them has the title as the passage's own entity.
+    let record = qrmem::corpus::DocRecord::cooccurrence(&stored);
+    assert!(record.passages[0]
+        .iter()
+        .any(|e| e.kind == "title" && e.name.eq_ignore_ascii_case("Christy Sutherland")));
 }

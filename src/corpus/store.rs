@@ -277,11 +277,20 @@ impl Corpus {
 
     /// The passages a document of `name` and `text` is stored as, each with its title (its
     /// `Passage i:` title, else the document's name): what an extraction record is made over.
-    pub fn passages_of_text(&self, name: &str, text: &str) -> Vec<(String, String)> {
-        self.units(name, text)
+    /// A document already in the corpus keeps the name it was stored under (its passages'
+    /// titles come from it), whatever `name` a later add gives it, so that a record made for
+    /// it names the passages' own titles.
+    pub fn passages_of_text(
+        &self,
+        name: &str,
+        text: &str,
+    ) -> Result<Vec<(String, String)>, CorpusError> {
+        let stored = self.name_of(&doc_id(text))?;
+        Ok(self
+            .units(stored.as_deref().unwrap_or(name), text)
             .into_iter()
             .map(|(_, _, _, title, text)| (title, text))
-            .collect()
+            .collect())
     }
 
     /// Whether adding `text` would store a record of `kind` and `settings`: false when the
