@@ -6,7 +6,7 @@ question id), read from the dev file the run was made from (issue 67, item 4).
     python3 eval/by-kind.py eval/runs/2wiki-longbench-style ../shared/data/2wikimultihopqa/2wiki_dev40.json
     python3 eval/by-kind.py eval/runs/musique-longbench-style ../shared/data/musique/musique_dev30.jsonl
 
-For each method (rows of the default 4 trials or none; the latest row per pair, as the report
+For each method and max trials (one-trial rows named m@1; the latest row per pair, as the report
 takes it): F1 and fact recall per kind, with the number of questions.
 """
 import json
@@ -32,18 +32,20 @@ else:
         for item in json.load(f):
             kinds[item["_id"]] = item["type"]
 rows = latest_rows(run)
+# Each (method, max trials) once; rows of a sweep other than the default 4 are named m@t, as
+# eval/pair.py names them.
 methods = []
 for (_, m, t) in rows:
-    if t in (None, 4) and m not in methods:
-        methods.append(m)
+    if (m, t) not in methods:
+        methods.append((m, t))
 order = sorted(set(kinds.values()))
 print(f"{run}: F1 / fact recall % by kind (questions)")
 print("| method | " + " | ".join(f"{k} ({sum(1 for v in kinds.values() if v == k)})" for k in order) + " |")
 print("|---|" + "---:|" * len(order))
-for m in methods:
+for m, trials in methods:
     cells = []
     for k in order:
-        rs = [r for (i, mm, t), r in rows.items() if mm == m and t in (None, 4) and kinds.get(i) == k]
+        rs = [r for (i, mm, t), r in rows.items() if mm == m and t == trials and kinds.get(i) == k]
         if not rs:
             cells.append("")
             continue
@@ -51,4 +53,5 @@ for m in methods:
         rec = [fact_recall(r)[0] for r in rs if fact_recall(r)]
         recall = f"{100 * sum(rec) / len(rec):.0f}" if rec else "n/a"
         cells.append(f"{f1:.1f} / {recall} ({len(rs)})")
-    print(f"| {m} | " + " | ".join(cells) + " |")
+    name = m if trials in (None, 4) else f"{m}@{trials}"
+    print(f"| {name} | " + " | ".join(cells) + " |")
