@@ -179,6 +179,11 @@ pub(crate) enum CorpusCommand {
         /// Also write the measurement (per question too) as JSON here.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// The paragraphs' extraction record, as `add --extract` takes it: with `llm`, the
+        /// paragraphs of the questions measured (--limit) get the LLM's record first (through
+        /// the reply cache; those that have it are not extracted again).
+        #[arg(long, default_value = "cooccurrence", value_parser = ["cooccurrence", "llm"])]
+        extract: String,
     },
     /// QA over the corpus: the first questions of a multi-hop dev file (every paragraph of
     /// the file added, whatever --limit, as `recall` adds them) answered by the LLM from the passages each

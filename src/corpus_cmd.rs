@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use crate::args::{AskArgs, CorpusArgs, CorpusCommand, DevFileArgs};
 use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
 use qrmem::eval::corpus_qa::corpus_qa;
-use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall};
+use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall, paragraph_documents};
 use qrmem::eval::datasets::load_multihop_raw;
 use qrmem::methods::CorpusMethod;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
@@ -108,11 +108,35 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 println!("{}. {name} (passage {idx})\n{}\n", rank + 1, text.trim());
             }
         }
-        CorpusCommand::Recall { dev, json } => {
+        CorpusCommand::Recall { dev, json, extract } => {
             let dataset = &dev.dataset;
             let mut items = load_multihop_raw(dataset, &dev.input)?;
             items.truncate(dev.limit.unwrap_or(items.len()));
             let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
+            if extract == "llm" {
+                // The paragraphs stored with the co-occurrence record first (as the
+                // measurement adds them, under their titles), then given the LLM's: the
+                // assembly follows the record stored last, so the measurement's own add
+                // (every paragraph present by then) leaves the LLM's in place.
+                let bar = qrmem::progress::count_bar(0, "adding paragraphs");
+                add_paragraphs(&items, &mut corpus, |_, done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                })?;
+                bar.finish_and_clear();
+                let docs = paragraph_documents(&items);
+                let total = docs.len();
+                let bar = qrmem::progress::count_bar(total as u64, "extracting paragraphs");
+                let (svc, done) =
+                    llm_add(config, &mut corpus, docs.into_iter().map(Ok), total, &bar).await?;
+                bar.finish_and_clear();
+                let spent = svc.ledger().snapshot().total();
+                eprintln!(
+                    "the LLM's records: {} paragraphs added, {} given the record, {} had it; LLM: {} requests, {} from the reply cache",
+                    done.new, done.updated, done.had, spent.requests, spent.cache_hits
+                );
+                none_refused(&done.refused, total)?;
+            }
             // The dense row when the embedder loads; without it, the lexical rows.
             let embedder = match qrmem::embed::from_config(config) {
                 Ok(e) => Some(e),
@@ -161,11 +185,8 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
 }
 
 /// `qrmem corpus add --extract llm`: each document's record is the QRMeM graph the LLM builds
-/// over it (through the reply cache); a document already present with such a record is not
-/// extracted again. `concurrency` documents are extracted at once (a short document's calls
-/// follow one another: summary, extraction, merge), all their calls sharing the client's
-/// `concurrency` requests in flight; each is stored, in the files' order, as its turn comes,
-/// one transaction a document, so an interrupted add keeps every document stored before it.
+/// over it (`corpus::add_with_llm`: `concurrency` documents at once, each stored in the files'
+/// order as one transaction; one that has such a record is not extracted again).
 async fn add_llm(
     config: &qrmem::Config,
     dir: &Path,
@@ -174,87 +195,76 @@ async fn add_llm(
 ) -> Result<()> {
     let files = documents(paths)?;
     let mut corpus = Corpus::open(dir, passage_tokens)?;
-    let prompts = qrmem::prompts::Prompts::load()?;
-    let svc = qrmem::llm::Service::from_config(config)?;
-    let params = qrmem::memory::BuildParams::from_config(config);
-    let settings = qrmem::corpus::llm_settings(svc.model(), &prompts, &params);
     let bar = qrmem::progress::count_bar(files.len() as u64, "extracting documents");
-    let (mut new, mut updated, mut had) = (0, 0, 0);
-    let mut refused: Vec<String> = Vec::new();
-    let at_once = config.llm.concurrency.max(1);
-    let lines = !std::io::stderr().is_terminal();
-    let (started, mut extracted) = (std::time::Instant::now(), 0u64);
-    // A group of `at_once` files at a time: read (each file only as its group comes, so a
-    // large directory is never in memory at once), extracted together, stored in order.
-    for group in files.chunks(at_once) {
-        // Each file to extract: its name, its text and its passages (title, text).
-        type Todo = (String, String, Vec<(String, String)>);
-        let mut todo: Vec<Todo> = Vec::new();
-        for f in group {
-            let name = f.display().to_string();
-            let Some(text) = read_or_refuse(f, &bar, &mut refused) else {
-                continue;
-            };
-            if !corpus.needs_record(&text, qrmem::corpus::LLM_RECORD_KIND, &settings)? {
-                had += 1;
-                bar.inc(1);
-                continue;
-            }
-            let passages = corpus.passages_of_text(&name, &text)?;
-            todo.push((name, text, passages));
-        }
-        if let Some((name, ..)) = todo.first() {
-            bar.set_message(name.clone());
-        }
-        let records = futures::future::join_all(todo.iter().map(|(name, text, passages)| {
-            qrmem::corpus::llm_record(
-                &svc,
-                &prompts,
-                params.clone(),
-                config.llm.concurrency,
-                name,
-                text,
-                passages,
-            )
-        }))
-        .await;
-        for ((name, text, _), record) in todo.iter().zip(records) {
-            match record {
-                Ok(record) => match corpus.add_with_record(name, text, &record)? {
-                    Added::New { .. } => new += 1,
-                    Added::Present { .. } => updated += 1,
-                },
-                Err(e) => {
-                    bar.println(e.to_string());
-                    refused.push(e.to_string());
-                }
-            }
-            bar.inc(1);
-        }
-        extracted += todo.len() as u64;
-        // Where stderr is not a terminal the bar is not drawn: a line a group instead, its ETA
-        // at the mean rate of the documents extracted (not of those that already had it).
-        if lines {
-            let left = files.len() as u64 - bar.position();
-            eprintln!(
-                "{} {}/{} documents: {new} added, {updated} given this record, {had} had it, {} refused; ETA {}",
-                qrmem::progress::clock(),
-                bar.position(),
-                files.len(),
-                refused.len(),
-                qrmem::progress::eta_text(extracted, extracted + left, started.elapsed())
-            );
-        }
-    }
+    // Each file is read as its group comes; one that cannot be read is named above the bar.
+    let docs = files.iter().map(|f| {
+        qrmem::methods::read_document(f)
+            .map(|text| (f.display().to_string(), text))
+            .map_err(|e| {
+                bar.println(e.to_string());
+                e.to_string()
+            })
+    });
+    let (svc, done) = llm_add(config, &mut corpus, docs, files.len(), &bar).await?;
     bar.finish_and_clear();
     let spent = svc.ledger().snapshot().total();
     eprintln!(
-        "added {new} documents to {}, gave {updated} present ones this record, left {had} that had it; LLM: {} requests, {} from the reply cache",
+        "added {} documents to {}, gave {} present ones this record, left {} that had it; LLM: {} requests, {} from the reply cache",
+        done.new,
         dir.display(),
+        done.updated,
+        done.had,
         spent.requests,
         spent.cache_hits
     );
-    none_refused(&refused, files.len())
+    none_refused(&done.refused, files.len())
+}
+
+/// `docs` (`total` of them) added to `corpus` with the LLM's record, `bar` advanced after each
+/// group; where stderr is not a terminal (the bar is not drawn) a line a group instead, its
+/// ETA at the mean rate of the documents extracted (not of those that already had it).
+async fn llm_add(
+    config: &qrmem::Config,
+    corpus: &mut Corpus,
+    docs: impl IntoIterator<Item = std::result::Result<(String, String), String>>,
+    total: usize,
+    bar: &indicatif::ProgressBar,
+) -> Result<(qrmem::llm::Service, qrmem::corpus::LlmAdded)> {
+    let prompts = qrmem::prompts::Prompts::load()?;
+    let svc = qrmem::llm::Service::from_config(config)?;
+    let params = qrmem::memory::BuildParams::from_config(config);
+    let lines = !std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let done = qrmem::corpus::add_with_llm(
+        corpus,
+        &svc,
+        &prompts,
+        &params,
+        config.llm.concurrency,
+        docs,
+        |done, extracted| {
+            bar.set_position(done.seen() as u64);
+            if lines {
+                let left = (total - done.seen().min(total)) as u64;
+                eprintln!(
+                    "{} {}/{total} documents: {} added, {} given this record, {} had it, {} refused; ETA {}",
+                    qrmem::progress::clock(),
+                    done.seen(),
+                    done.new,
+                    done.updated,
+                    done.had,
+                    done.refused.len(),
+                    qrmem::progress::eta_text(
+                        extracted as u64,
+                        extracted as u64 + left,
+                        started.elapsed()
+                    )
+                );
+            }
+        },
+    )
+    .await?;
+    Ok((svc, done))
 }
 
 /// `f` read as a document (`methods::read_document`: readable, UTF-8 text, not empty), or None

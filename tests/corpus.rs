@@ -775,3 +775,46 @@ fn a_present_documents_passages_keep_the_name_it_was_stored_under() {
         .iter()
         .any(|e| e.kind == "title" && e.name.eq_ignore_ascii_case("Christy Sutherland")));
 }
+
+/// `corpus::add_with_llm`: documents extracted a group at a time and stored in order; one that
+/// could not be read is refused by its reason and the others are added; a second add of the
+/// same text sends no call.
+#[tokio::test]
+async fn add_with_llm_stores_each_document_once_and_keeps_the_refused() {
+    use qrmem::llm::{ScriptedLlm, Service};
+    use std::sync::Arc;
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let params = common::velden::params();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let docs = vec![
+        Ok(("velden.txt".to_string(), common::velden::DOC.to_string())),
+        Err("the document gone.txt is empty".to_string()),
+    ];
+    let mut groups = Vec::new();
+    let done = qrmem::corpus::add_with_llm(&mut c, &svc, &prompts, &params, 2, docs, |d, n| {
+        groups.push((d.seen(), n))
+    })
+    .await
+    .unwrap();
+    assert_eq!((done.new, done.updated, done.had), (1, 0, 0));
+    assert_eq!(
+        done.refused,
+        vec!["the document gone.txt is empty".to_string()]
+    );
+    assert_eq!(groups, vec![(2, 1)]);
+    assert_eq!(c.list().unwrap().len(), 1);
+    let sent = llm.received().len();
+    assert!(sent > 0);
+    let again = vec![Ok((
+        "velden.txt".to_string(),
+        common::velden::DOC.to_string(),
+    ))];
+    let done = qrmem::corpus::add_with_llm(&mut c, &svc, &prompts, &params, 2, again, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((done.new, done.updated, done.had), (0, 0, 1));
+    assert_eq!(llm.received().len(), sent);
+}

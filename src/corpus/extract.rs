@@ -84,3 +84,88 @@ pub async fn llm_record(
         record: DocRecord::from_memory(&memory, passages),
     })
 }
+
+/// What [`add_with_llm`] did: documents added, present ones given the record, present ones
+/// that already had it, and the documents refused (each a reason naming it).
+#[derive(Debug, Default, Clone)]
+pub struct LlmAdded {
+    pub new: usize,
+    pub updated: usize,
+    pub had: usize,
+    pub refused: Vec<String>,
+}
+
+impl LlmAdded {
+    /// The documents seen so far.
+    pub fn seen(&self) -> usize {
+        self.new + self.updated + self.had + self.refused.len()
+    }
+}
+
+/// Adds `docs` (each a document's name and text, or the reason it could not be read) to
+/// `corpus` with the LLM's record made with `params` (`corpus add --extract llm`, and `corpus
+/// recall` / `qa --extract llm`): a document that has a record of these settings is not
+/// extracted again. `concurrency` documents are extracted at once (a short document's calls
+/// follow one another: summary, extraction, merge), all their calls sharing the client's
+/// requests in flight; each is stored, in the given order, as its turn comes, one transaction a
+/// document, so an interrupted add keeps every document stored before it. `docs` is read one
+/// group at a time (a large directory is never in memory at once). `progress` is called after
+/// each group with the counts so far and the documents extracted (not merely skipped) so far.
+pub async fn add_with_llm(
+    corpus: &mut super::Corpus,
+    llm: &Service,
+    prompts: &Prompts,
+    params: &BuildParams,
+    concurrency: usize,
+    docs: impl IntoIterator<Item = Result<(String, String), String>>,
+    mut progress: impl FnMut(&LlmAdded, usize),
+) -> Result<LlmAdded, CorpusError> {
+    let settings = llm_settings(llm.model(), prompts, params);
+    let mut done = LlmAdded::default();
+    let mut extracted = 0;
+    let mut docs = docs.into_iter().peekable();
+    while docs.peek().is_some() {
+        // Each document of the group to extract: its name, its text and its passages.
+        type Todo = (String, String, Vec<(String, String)>);
+        let mut todo: Vec<Todo> = Vec::new();
+        for doc in docs.by_ref().take(concurrency.max(1)) {
+            let (name, text) = match doc {
+                Ok(doc) => doc,
+                Err(reason) => {
+                    done.refused.push(reason);
+                    continue;
+                }
+            };
+            if !corpus.needs_record(&text, LLM_RECORD_KIND, &settings)? {
+                done.had += 1;
+                continue;
+            }
+            let passages = corpus.passages_of_text(&name, &text)?;
+            todo.push((name, text, passages));
+        }
+        let records = futures::future::join_all(todo.iter().map(|(name, text, passages)| {
+            llm_record(
+                llm,
+                prompts,
+                params.clone(),
+                concurrency,
+                name,
+                text,
+                passages,
+            )
+        }))
+        .await;
+        for ((name, text, _), record) in todo.iter().zip(records) {
+            match record {
+                Ok(record) => match corpus.add_with_record(name, text, &record)? {
+                    super::Added::New { .. } => done.new += 1,
+                    super::Added::Present { .. } => done.updated += 1,
+                },
+                Err(e) => done.refused.push(e.to_string()),
+            }
+        }
+        extracted += todo.len();
+        progress(&done, extracted);
+    }
+    Ok(done)
+}

@@ -29,7 +29,7 @@ mod record;
 mod retrieve;
 mod store;
 
-pub use extract::{llm_record, llm_settings, LLM_RECORD_KIND};
+pub use extract::{add_with_llm, llm_record, llm_settings, LlmAdded, LLM_RECORD_KIND};
 pub use record::{DocRecord, EntityRow, Record, RelationRow, RECORD_KIND};
 pub use retrieve::Retriever;
 pub use store::{doc_id, AddCost, Added, Corpus, DocInfo, Hit, PassageRef, PassageRow};

@@ -63,6 +63,17 @@ pub fn paragraph_document(title: &str, sentences: &[String]) -> String {
     format!("{title}\n{}", sentences.concat().trim())
 }
 
+/// Every paragraph of `items` as a document: its title as the name, [`paragraph_document`] as
+/// the text, in the items' order (a paragraph two items share comes twice; the corpus keeps it
+/// once).
+pub fn paragraph_documents(items: &[MultiHopRaw]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .flat_map(|item| item.paragraphs.iter())
+        .map(|(title, sentences)| (title.clone(), paragraph_document(title, sentences)))
+        .collect()
+}
+
 /// Adds every paragraph of `items` to `corpus`, each one document (already present ones are
 /// skipped, so a second call adds nothing), calling `progress` every hundred.
 pub fn add_paragraphs(
@@ -70,11 +81,7 @@ pub fn add_paragraphs(
     corpus: &mut Corpus,
     mut progress: impl FnMut(&str, usize, usize),
 ) -> Result<(), CorpusError> {
-    let docs: Vec<(String, String)> = items
-        .iter()
-        .flat_map(|item| item.paragraphs.iter())
-        .map(|(title, sentences)| (title.clone(), paragraph_document(title, sentences)))
-        .collect();
+    let docs = paragraph_documents(items);
     let total = docs.len();
     let mut done = 0;
     corpus.add_all(docs, |_, _| {
