@@ -679,6 +679,9 @@ async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
         Added::New { .. }
     ));
     assert!(!c.needs_record(text, kind, &settings).unwrap());
+    // A plain add of the same text afterwards (the co-occurrence pass) keeps the LLM's
+    // assembly: its typed entities and its relations stay.
+    c.add("velden.txt", text).unwrap();
     // The graph's relations, each kept with the passage that names both its ends.
     let id = qrmem::corpus::doc_id(text);
     let designed = c.relations_of(&id, 0).unwrap();

@@ -417,8 +417,20 @@ impl Corpus {
         })?;
         if let Some(name) = present {
             // Present: its record of these settings is kept; a record of other settings (an
-            // older extraction) gets this one beside it, and the assembly follows the new one.
-            if !self.has_record(&id, record_kind, record_settings)? {
+            // older extraction) gets this one beside it, and the assembly follows the new one,
+            // except that the co-occurrence pass never replaces the assembly of an LLM record
+            // (a plain `corpus add` of a document that `--extract llm` gave the LLM's record
+            // would silently drop its entities and relations).
+            let keeps_llm = record_kind == RECORD_KIND
+                && self
+                    .db
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2)",
+                        params![id, super::LLM_RECORD_KIND],
+                        |r| r.get::<_, bool>(0),
+                    )
+                    .map_err(|x| self.db_err(x))?;
+            if !keeps_llm && !self.has_record(&id, record_kind, record_settings)? {
                 let path = self.dir.join("corpus.sqlite");
                 let e = |source| CorpusError::Db {
                     path: path.clone(),
