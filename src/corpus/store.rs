@@ -301,14 +301,20 @@ impl Corpus {
         kind: &str,
         settings: &str,
     ) -> Result<bool, CorpusError> {
-        Ok(!self.has_record(&doc_id(text), kind, settings)?)
+        Ok(!self.has_record(&doc_id(text), kind, Some(settings))?)
     }
 
-    /// Whether the document `id` has a record of `kind` and `settings`.
-    fn has_record(&self, id: &str, kind: &str, settings: &str) -> Result<bool, CorpusError> {
+    /// Whether the document `id` has a record of `kind` and `settings` (of any settings when
+    /// None).
+    fn has_record(
+        &self,
+        id: &str,
+        kind: &str,
+        settings: Option<&str>,
+    ) -> Result<bool, CorpusError> {
         self.db
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND settings = ?3)",
+                "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2 AND (?3 IS NULL OR settings = ?3))",
                 params![id, kind, settings],
                 |r| r.get(0),
             )
@@ -421,16 +427,9 @@ impl Corpus {
             // except that the co-occurrence pass never replaces the assembly of an LLM record
             // (a plain `corpus add` of a document that `--extract llm` gave the LLM's record
             // would silently drop its entities and relations).
-            let keeps_llm = record_kind == RECORD_KIND
-                && self
-                    .db
-                    .query_row(
-                        "SELECT EXISTS (SELECT 1 FROM records WHERE doc = ?1 AND kind = ?2)",
-                        params![id, super::LLM_RECORD_KIND],
-                        |r| r.get::<_, bool>(0),
-                    )
-                    .map_err(|x| self.db_err(x))?;
-            if !keeps_llm && !self.has_record(&id, record_kind, record_settings)? {
+            let keeps_llm =
+                record_kind == RECORD_KIND && self.has_record(&id, super::LLM_RECORD_KIND, None)?;
+            if !keeps_llm && !self.has_record(&id, record_kind, Some(record_settings))? {
                 let path = self.dir.join("corpus.sqlite");
                 let e = |source| CorpusError::Db {
                     path: path.clone(),
