@@ -114,16 +114,9 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             items.truncate(dev.limit.unwrap_or(items.len()));
             let mut corpus = Corpus::open(&dir, DEFAULT_PASSAGE_TOKENS)?;
             if extract == "llm" {
-                // The paragraphs stored with the co-occurrence record first (as the
-                // measurement adds them, under their titles), then given the LLM's: the
-                // assembly follows the record stored last, so the measurement's own add
-                // (every paragraph present by then) leaves the LLM's in place.
-                let bar = qrmem::progress::count_bar(0, "adding paragraphs");
-                add_paragraphs(&items, &mut corpus, |_, done, total| {
-                    bar.set_length(total as u64);
-                    bar.set_position(done as u64);
-                })?;
-                bar.finish_and_clear();
+                // The LLM's records first, each paragraph under its title as the measurement's
+                // own add names it; that add (the co-occurrence pass) then leaves their
+                // assembly in place.
                 let docs = paragraph_documents(&items);
                 let total = docs.len();
                 let bar = qrmem::progress::count_bar(total as u64, "extracting paragraphs");
