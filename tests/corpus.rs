@@ -821,3 +821,40 @@ async fn add_with_llm_stores_each_document_once_and_keeps_the_refused() {
     assert_eq!((done.new, done.updated, done.had), (0, 0, 1));
     assert_eq!(llm.received().len(), sent);
 }
+
+/// Two questions sharing a paragraph: the same text twice in one group is extracted once (the
+/// copy counted as had), not twice.
+#[tokio::test]
+async fn add_with_llm_extracts_a_text_met_twice_in_a_group_once() {
+    use qrmem::llm::{ScriptedLlm, Service};
+    use std::sync::Arc;
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let prompts = qrmem::prompts::Prompts::load().unwrap();
+    let params = common::velden::params();
+    let once = {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path());
+        let docs = vec![Ok(("a.txt".to_string(), common::velden::DOC.to_string()))];
+        qrmem::corpus::add_with_llm(&mut c, &svc, &prompts, &params, 2, docs, |_, _| {})
+            .await
+            .unwrap();
+        llm.received().len()
+    };
+    assert!(once > 0);
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
+    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    let docs = vec![
+        Ok(("a.txt".to_string(), common::velden::DOC.to_string())),
+        Ok(("b.txt".to_string(), common::velden::DOC.to_string())),
+    ];
+    let done = qrmem::corpus::add_with_llm(&mut c, &svc, &prompts, &params, 2, docs, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((done.new, done.updated, done.had), (1, 0, 1));
+    assert!(done.refused.is_empty(), "{:?}", done.refused);
+    assert_eq!(llm.received().len(), once);
+    assert_eq!(c.list().unwrap().len(), 1);
+}

@@ -86,7 +86,8 @@ pub async fn llm_record(
 }
 
 /// What [`add_with_llm`] did: documents added, present ones given the record, present ones
-/// that already had it, and the documents refused (each a reason naming it).
+/// that already had it (a copy of a text met earlier in the same add among them), and the
+/// documents refused (each a reason naming it).
 #[derive(Debug, Default, Clone)]
 pub struct LlmAdded {
     pub new: usize,
@@ -128,6 +129,9 @@ pub async fn add_with_llm(
         // Each document of the group to extract: its name, its text and its passages.
         type Todo = (String, String, Vec<(String, String)>);
         let mut todo: Vec<Todo> = Vec::new();
+        // A text already in the group (two questions sharing a paragraph) is extracted once:
+        // the copy waits for its first's outcome (the index into `todo`).
+        let mut copies: Vec<(String, usize)> = Vec::new();
         for doc in docs.by_ref().take(concurrency.max(1)) {
             let (name, text) = match doc {
                 Ok(doc) => doc,
@@ -138,6 +142,10 @@ pub async fn add_with_llm(
             };
             if !corpus.needs_record(&text, LLM_RECORD_KIND, &settings)? {
                 done.had += 1;
+                continue;
+            }
+            if let Some(first) = todo.iter().position(|(_, t, _)| *t == text) {
+                copies.push((name, first));
                 continue;
             }
             let passages = corpus.passages_of_text(&name, &text)?;
@@ -155,13 +163,30 @@ pub async fn add_with_llm(
             )
         }))
         .await;
+        let mut stored = Vec::with_capacity(todo.len());
         for ((name, text, _), record) in todo.iter().zip(records) {
             match record {
-                Ok(record) => match corpus.add_with_record(name, text, &record)? {
-                    super::Added::New { .. } => done.new += 1,
-                    super::Added::Present { .. } => done.updated += 1,
-                },
-                Err(e) => done.refused.push(e.to_string()),
+                Ok(record) => {
+                    match corpus.add_with_record(name, text, &record)? {
+                        super::Added::New { .. } => done.new += 1,
+                        super::Added::Present { .. } => done.updated += 1,
+                    }
+                    stored.push(true);
+                }
+                Err(e) => {
+                    done.refused.push(e.to_string());
+                    stored.push(false);
+                }
+            }
+        }
+        for (name, first) in copies {
+            if stored.get(first).copied().unwrap_or(false) {
+                done.had += 1;
+            } else {
+                let of = todo.get(first).map(|t| t.0.as_str()).unwrap_or("another");
+                done.refused.push(format!(
+                    "{name}: the same text as {of}, whose extraction failed; nothing was stored for it"
+                ));
             }
         }
         extracted += todo.len();
