@@ -204,6 +204,12 @@ pub(crate) enum CorpusCommand {
         /// The run directory.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// The paragraphs' extraction record, as `recall --extract` takes it: with `llm`, the
+        /// paragraphs of the questions asked (--limit) get the LLM's record first (the other
+        /// paragraphs the co-occurrence one), so the navigators read the LLM's relations
+        /// there.
+        #[arg(long, default_value = "cooccurrence", value_parser = ["cooccurrence", "llm"])]
+        extract: String,
     },
 }
 

@@ -9,7 +9,7 @@ use crate::args::{AskArgs, CorpusArgs, CorpusCommand, DevFileArgs};
 use qrmem::corpus::{Added, Corpus, CorpusStore, Retriever};
 use qrmem::eval::corpus_qa::corpus_qa;
 use qrmem::eval::corpus_recall::{add_paragraphs, corpus_recall, paragraph_documents};
-use qrmem::eval::datasets::load_multihop_raw;
+use qrmem::eval::datasets::{load_multihop_raw, MultiHopRaw};
 use qrmem::methods::CorpusMethod;
 use qrmem::text::passages::DEFAULT_PASSAGE_TOKENS;
 
@@ -117,18 +117,7 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 // The LLM's records first, each paragraph under its title as the measurement's
                 // own add names it; that add (the co-occurrence pass) then leaves their
                 // assembly in place.
-                let docs = paragraph_documents(&items);
-                let total = docs.len();
-                let bar = qrmem::progress::count_bar(total as u64, "extracting paragraphs");
-                let (svc, done) =
-                    llm_add(config, &mut corpus, docs.into_iter().map(Ok), total, &bar).await?;
-                bar.finish_and_clear();
-                let spent = svc.ledger().snapshot().total();
-                eprintln!(
-                    "the LLM's records: {} paragraphs added, {} given the record, {} had it; LLM: {} requests, {} from the reply cache",
-                    done.new, done.updated, done.had, spent.requests, spent.cache_hits
-                );
-                none_refused(&done.refused, total)?;
+                llm_records(config, &mut corpus, &items).await?;
             }
             // The dense row when the embedder loads; without it, the lexical rows.
             let embedder = match qrmem::embed::from_config(config) {
@@ -172,9 +161,30 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             retrievers,
             context_tokens,
             out,
-        } => qa(config, &dir, dev, retrievers, *context_tokens, out).await?,
+            extract,
+        } => qa(config, &dir, dev, retrievers, *context_tokens, out, extract).await?,
     }
     Ok(())
+}
+
+/// `corpus recall` / `qa --extract llm`: the paragraphs of `items` (the questions measured)
+/// given the LLM's record, through the reply cache; refuses if any could not be.
+async fn llm_records(
+    config: &qrmem::Config,
+    corpus: &mut Corpus,
+    items: &[MultiHopRaw],
+) -> Result<()> {
+    let docs = paragraph_documents(items);
+    let total = docs.len();
+    let bar = qrmem::progress::count_bar(total as u64, "extracting paragraphs");
+    let (svc, done) = llm_add(config, corpus, docs.into_iter().map(Ok), total, &bar).await?;
+    bar.finish_and_clear();
+    let spent = svc.ledger().snapshot().total();
+    eprintln!(
+        "the LLM's records: {} paragraphs added, {} given the record, {} had it; LLM: {} requests, {} from the reply cache",
+        done.new, done.updated, done.had, spent.requests, spent.cache_hits
+    );
+    none_refused(&done.refused, total)
 }
 
 /// `qrmem corpus add --extract llm`: each document's record is the QRMeM graph the LLM builds
@@ -298,6 +308,7 @@ async fn qa(
     retrievers: &str,
     context_tokens: usize,
     out: &Path,
+    extract: &str,
 ) -> Result<()> {
     let retrievers: Vec<CorpusMethod> = retrievers
         .split(',')
@@ -310,6 +321,10 @@ async fn qa(
     let dataset = dev.dataset.as_str();
     let mut items = load_multihop_raw(dataset, &dev.input)?;
     let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
+    if extract == "llm" {
+        let asked = dev.limit.unwrap_or(items.len()).min(items.len());
+        llm_records(config, &mut corpus, &items[..asked]).await?;
+    }
     let bar = qrmem::progress::count_bar(0, "");
     add_paragraphs(&items, &mut corpus, |what, done, total| {
         bar.set_length(total as u64);

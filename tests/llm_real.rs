@@ -588,6 +588,75 @@ fn corpus_add_with_the_llms_record_extracts_once() {
     assert!(!out.contains("relations 0 "), "{out}");
 }
 
+/// `corpus qa --extract llm` with the real model over the first real 2WikiMultihopQA question:
+/// that question's paragraphs get the LLM's record before it is asked (the file's other
+/// paragraphs the co-occurrence one), each retriever answers it once, and a second run sends no
+/// call.
+#[test]
+fn corpus_qa_with_the_llms_records_extracts_the_asked_questions_paragraphs() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let Some(input) = common::shared_data("2wikimultihopqa/2wiki_dev40.json") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let out = dir.path().join("run");
+    let qa = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+            .arg("corpus")
+            .arg("--corpus")
+            .arg(&corpus)
+            .args(["qa", "--dataset", "2wiki", "--limit", "1", "--in"])
+            .arg(&input)
+            .args([
+                "--retrievers",
+                "bm25,graph-own-hop",
+                "--extract",
+                "llm",
+                "--out",
+            ])
+            .arg(&out)
+            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+            .arg("--cache-dir")
+            .arg(shared_cache())
+            .output()
+            .unwrap()
+    };
+    let first = qa();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    // 2Wiki's questions have ten paragraphs; a paragraph repeated within one is stored once.
+    let added = stderr
+        .split("the LLM's records: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!((2..=10).contains(&added), "{stderr}");
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    let again = qa();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("0 paragraphs added, 0 given the record")
+            && stderr.contains("LLM: 0 requests"),
+        "{stderr}"
+    );
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .arg("inspect")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&inspect.stdout).to_string()
+        + &String::from_utf8_lossy(&inspect.stderr);
+    assert!(
+        out.contains("cooccurrence") && out.contains("llm-graph v2 model="),
+        "{out}"
+    );
+}
+
 /// `ask --corpus` with a navigator: KN (one trial) over the question's own co-occurrence
 /// memory of its candidate passages across a two-document corpus, with the real model; the
 /// trace names the corpus method and holds a real check.
