@@ -190,6 +190,22 @@ pub async fn run(
         ..RunSummary::default()
     });
     let concurrency = opts.concurrency.max(1);
+    // The run's memories (a document's kinds with pending pairs), for the build lines' tally.
+    let tally = std::sync::Mutex::new(BuildTally {
+        total: order
+            .iter()
+            .map(|k| {
+                groups[k]
+                    .iter()
+                    .flat_map(|(_, p)| p.iter().map(|(m, _)| m.memory_kind()))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            })
+            .sum(),
+        concurrency,
+        ..BuildTally::default()
+    });
+    let tally = &tally;
     let outcomes: Vec<Result<(), EvalError>> = stream::iter(order.iter())
         .map(|k| {
             let group = &groups[k];
@@ -299,10 +315,19 @@ pub async fn run(
                             true
                         }
                     };
+                    let so_far = {
+                        let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                        t.done += 1;
+                        if journal && rec.error.is_none() {
+                            t.built += 1;
+                            t.build_secs += rec.wall_secs;
+                        }
+                        t.line()
+                    };
                     if journal {
                         builds.append(&rec)?;
                         if lines {
-                            say(&build_line(&rec));
+                            say(&format!("{}; {so_far}", build_line(&rec)));
                         }
                     }
                 }
@@ -501,6 +526,39 @@ pub fn write_page(
     crate::fsutil::write_atomic(&dir.join(format!("{stem}.html")), page.as_bytes())
 }
 
+/// The run's memories so far, for the build lines: a run of many long builds (MuSiQue's graphs
+/// take 20 minutes each) says how many are left and when they should be done.
+#[derive(Debug, Default)]
+struct BuildTally {
+    /// Memories the run prepares (loaded ones included).
+    total: usize,
+    /// Prepared so far: built, loaded or failed.
+    done: usize,
+    /// Built so far (by the LLM or not), and their wall time summed.
+    built: usize,
+    build_secs: f64,
+    /// Memories prepared at once.
+    concurrency: usize,
+}
+
+impl BuildTally {
+    /// `memories 6/30, ETA 1h 20m`: the ones left at the mean wall time of those built so far,
+    /// `concurrency` at a time (each left one counted as a build; a loaded one costs nothing).
+    fn line(&self) -> String {
+        let left = self.total.saturating_sub(self.done);
+        let eta = if left == 0 {
+            "0s".to_string()
+        } else if self.built == 0 {
+            "?".to_string()
+        } else {
+            let mean = self.build_secs / self.built as f64;
+            let waves = left.div_ceil(self.concurrency.max(1)) as f64;
+            indicatif::HumanDuration(std::time::Duration::from_secs_f64(mean * waves)).to_string()
+        };
+        format!("memories {}/{}, run ETA {eta}", self.done, self.total)
+    }
+}
+
 /// The plain progress line of a finished build (`memory graph 3f2a9c1e (1 item): 41 requests, 612 s`).
 fn build_line(rec: &BuildRecord) -> String {
     let doc: String = rec.document.chars().take(8).collect();
@@ -610,6 +668,28 @@ mod tests {
             supporting: vec![],
             gold_spans: None,
         }
+    }
+
+    #[test]
+    fn the_build_tally_gives_the_runs_memories_left_and_their_time() {
+        let mut t = BuildTally {
+            total: 30,
+            concurrency: 4,
+            ..BuildTally::default()
+        };
+        t.done = 4;
+        assert_eq!(
+            t.line(),
+            "memories 4/30, run ETA ?",
+            "loaded ones give no rate"
+        );
+        // Two built at 1,200 s each: 24 left, 6 waves of 4.
+        t.done = 6;
+        t.built = 2;
+        t.build_secs = 2400.0;
+        assert_eq!(t.line(), "memories 6/30, run ETA 2 hours");
+        t.done = 30;
+        assert_eq!(t.line(), "memories 30/30, run ETA 0s");
     }
 
     #[test]
