@@ -222,6 +222,24 @@ fn shared_cache() -> std::path::PathBuf {
         .join(format!("qrmem-llm-real-cache-{}", std::process::id()))
 }
 
+/// Runs `qrmem corpus --corpus CORPUS ARGS...` with the local model and the shared reply cache.
+fn corpus_with_llm(
+    llm: &LocalLlm,
+    corpus: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .arg("corpus")
+        .arg("--corpus")
+        .arg(corpus)
+        .args(args)
+        .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
+        .arg("--cache-dir")
+        .arg(shared_cache())
+        .output()
+        .unwrap()
+}
+
 /// Runs the binary with `args`, the local model, the shared reply cache and `--trace` into a
 /// file of `dir` (and the environment `env`); returns stdout, stderr and the trace, after
 /// checking that it succeeded and printed an answer.
@@ -549,19 +567,21 @@ fn corpus_add_with_the_llms_record_extracts_once() {
     )
     .unwrap();
     let root = env!("CARGO_MANIFEST_DIR");
+    let velden = format!("{root}/data/sample/velden.txt");
     let add = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-            .arg("corpus")
-            .arg("--corpus")
-            .arg(&corpus)
-            .args(["add", &format!("{root}/data/sample/velden.txt")])
-            .arg(&other)
-            .args(["--extract", "llm", "--concurrency", "2"])
-            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
-            .arg("--cache-dir")
-            .arg(shared_cache())
-            .output()
-            .unwrap()
+        corpus_with_llm(
+            llm,
+            &corpus,
+            &[
+                "add".as_ref(),
+                velden.as_ref(),
+                other.as_os_str(),
+                "--extract".as_ref(),
+                "llm".as_ref(),
+                "--concurrency".as_ref(),
+                "2".as_ref(),
+            ],
+        )
     };
     let first = add();
     let stderr = String::from_utf8_lossy(&first.stderr);
@@ -603,25 +623,22 @@ fn corpus_qa_with_the_llms_records_extracts_the_asked_questions_paragraphs() {
     let corpus = dir.path().join("corpus");
     let out = dir.path().join("run");
     let qa = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-            .arg("corpus")
-            .arg("--corpus")
-            .arg(&corpus)
-            .args(["qa", "--dataset", "2wiki", "--limit", "1", "--in"])
-            .arg(&input)
-            .args([
+        let mut args: Vec<&std::ffi::OsStr> = ["qa", "--dataset", "2wiki", "--limit", "1", "--in"]
+            .map(AsRef::as_ref)
+            .to_vec();
+        args.push(input.as_os_str());
+        args.extend(
+            [
                 "--retrievers",
                 "bm25,graph-own-hop",
                 "--extract",
                 "llm",
                 "--out",
-            ])
-            .arg(&out)
-            .args(["--llm-base-url", &llm.base_url, "--llm-model", &llm.model])
-            .arg("--cache-dir")
-            .arg(shared_cache())
-            .output()
-            .unwrap()
+            ]
+            .map(<str as AsRef<std::ffi::OsStr>>::as_ref),
+        );
+        args.push(out.as_os_str());
+        corpus_with_llm(llm, &corpus, &args)
     };
     let first = qa();
     let stderr = String::from_utf8_lossy(&first.stderr);
