@@ -222,6 +222,19 @@ fn shared_cache() -> std::path::PathBuf {
         .join(format!("qrmem-llm-real-cache-{}", std::process::id()))
 }
 
+/// `qrmem inspect CORPUS`'s stdout and stderr, after checking that it succeeded.
+fn inspect(corpus: &std::path::Path) -> String {
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .arg("inspect")
+        .arg(corpus)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&inspect.stdout).to_string()
+        + &String::from_utf8_lossy(&inspect.stderr);
+    assert!(inspect.status.success(), "{out}");
+    out
+}
+
 /// Runs `qrmem corpus --corpus CORPUS ARGS...` with the local model and the shared reply cache.
 fn corpus_with_llm(
     llm: &LocalLlm,
@@ -594,14 +607,7 @@ fn corpus_add_with_the_llms_record_extracts_once() {
         stderr.contains("left 2 that had it") && stderr.contains("LLM: 0 requests, 0 from"),
         "{stderr}"
     );
-    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .arg("inspect")
-        .arg(&corpus)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&inspect.stdout).to_string()
-        + &String::from_utf8_lossy(&inspect.stderr);
-    assert!(inspect.status.success(), "{out}");
+    let out = inspect(&corpus);
     assert!(out.contains("records: llm-graph v2 model="), "{out}");
     assert!(!out.contains("entities 0 "), "{out}");
     // The graph's relations are kept with the passages that name both their ends.
@@ -661,13 +667,7 @@ fn corpus_qa_with_the_llms_records_extracts_the_asked_questions_paragraphs() {
             && stderr.contains("LLM: 0 requests"),
         "{stderr}"
     );
-    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_qrmem"))
-        .arg("inspect")
-        .arg(&corpus)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&inspect.stdout).to_string()
-        + &String::from_utf8_lossy(&inspect.stderr);
+    let out = inspect(&corpus);
     assert!(
         out.contains("cooccurrence") && out.contains("llm-graph v2 model="),
         "{out}"
