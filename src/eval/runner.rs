@@ -542,7 +542,7 @@ struct BuildTally {
 }
 
 impl BuildTally {
-    /// `memories 6/30, ETA 1h 20m`: the ones left at the mean wall time of those built so far,
+    /// `memories 6/30, run ETA 2 hours`: the ones left at the mean wall time of those built so far,
     /// `concurrency` at a time (each left one counted as a build; a loaded one costs nothing).
     fn line(&self) -> String {
         let left = self.total.saturating_sub(self.done);
