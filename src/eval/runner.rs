@@ -190,22 +190,24 @@ pub async fn run(
         ..RunSummary::default()
     });
     let concurrency = opts.concurrency.max(1);
-    // The run's memories (a document's kinds with pending pairs), for the build lines' tally.
+    // Each document's memory kinds with pending pairs: the memories the run prepares (their
+    // count the build lines' tally).
+    let kinds_of: BTreeMap<&String, BTreeSet<MemoryKind>> = groups
+        .iter()
+        .map(|(k, group)| {
+            let kinds = group
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|(m, _)| m.memory_kind()))
+                .collect();
+            (k, kinds)
+        })
+        .collect();
     let tally = std::sync::Mutex::new(BuildTally {
-        total: order
-            .iter()
-            .map(|k| {
-                groups[k]
-                    .iter()
-                    .flat_map(|(_, p)| p.iter().map(|(m, _)| m.memory_kind()))
-                    .collect::<BTreeSet<_>>()
-                    .len()
-            })
-            .sum(),
+        total: kinds_of.values().map(BTreeSet::len).sum(),
         concurrency,
         ..BuildTally::default()
     });
-    let tally = &tally;
+    let (tally, kinds_of) = (&tally, &kinds_of);
     let outcomes: Vec<Result<(), EvalError>> = stream::iter(order.iter())
         .map(|k| {
             let group = &groups[k];
@@ -213,13 +215,9 @@ pub async fn run(
                 (&results, &builds, &store, &bars, &counters, &nav);
             let single = questions_per_doc.get(k).copied().unwrap_or(0) == 1;
             async move {
-                let kinds: BTreeSet<MemoryKind> = group
-                    .iter()
-                    .flat_map(|(_, p)| p.iter().map(|(m, _)| m.memory_kind()))
-                    .collect();
-                if kinds.is_empty() {
+                let Some(kinds) = kinds_of.get(k).filter(|kinds| !kinds.is_empty()) else {
                     return Ok(());
-                }
+                };
                 let document = &group[0].0.context;
                 // The paper orients the graph to the question; a document with several
                 // questions gets one memory for all of them.
@@ -232,7 +230,7 @@ pub async fn run(
                 // Whether each memory's units are the document's own pieces (checked once).
                 let mut covered: BTreeMap<MemoryKind, bool> = BTreeMap::new();
                 let mut unbuilt: BTreeSet<MemoryKind> = BTreeSet::new();
-                for kind in kinds {
+                for &kind in kinds {
                     let scope = Scope::of(ctx);
                     let pctx = scope.runtime(ctx);
                     let bar = indicatif::ProgressBar::hidden();
