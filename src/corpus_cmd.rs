@@ -320,9 +320,10 @@ async fn qa(
     }
     let dataset = dev.dataset.as_str();
     let mut items = load_multihop_raw(dataset, &dev.input)?;
+    // Every paragraph of the file is added; the first `asked` questions are asked.
+    let asked = dev.limit.unwrap_or(items.len()).min(items.len());
     let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
     if extract == "llm" {
-        let asked = dev.limit.unwrap_or(items.len()).min(items.len());
         llm_records(config, &mut corpus, &items[..asked]).await?;
     }
     let bar = qrmem::progress::count_bar(0, "");
@@ -331,7 +332,7 @@ async fn qa(
         bar.set_message(what.to_string());
         bar.set_position(done as u64);
     })?;
-    items.truncate(dev.limit.unwrap_or(items.len()));
+    items.truncate(asked);
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prompts = qrmem::prompts::Prompts::load()?;
     let svc = qrmem::llm::Service::from_config(config)?;
