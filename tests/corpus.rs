@@ -642,8 +642,7 @@ fn a_corpus_page_shows_the_ranked_passages_and_their_entities() {
 async fn an_llm_record_is_built_once_and_assembled_like_any_record() {
     use qrmem::llm::{ScriptedLlm, Service};
     use std::sync::Arc;
-    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let (llm, svc) = common::velden::service(false);
     let prompts = qrmem::prompts::Prompts::load().unwrap();
     let params = common::velden::params();
     let settings = qrmem::corpus::llm_settings(svc.model(), &prompts, &params);
@@ -784,10 +783,7 @@ fn a_present_documents_passages_keep_the_name_it_was_stored_under() {
 /// same text sends no call.
 #[tokio::test]
 async fn add_with_llm_stores_each_document_once_and_keeps_the_refused() {
-    use qrmem::llm::{ScriptedLlm, Service};
-    use std::sync::Arc;
-    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let (llm, svc) = common::velden::service(false);
     let prompts = qrmem::prompts::Prompts::load().unwrap();
     let params = common::velden::params();
     let dir = tempfile::tempdir().unwrap();
@@ -826,10 +822,7 @@ async fn add_with_llm_stores_each_document_once_and_keeps_the_refused() {
 /// copy counted as had), not twice.
 #[tokio::test]
 async fn add_with_llm_extracts_a_text_met_twice_in_a_group_once() {
-    use qrmem::llm::{ScriptedLlm, Service};
-    use std::sync::Arc;
-    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let (llm, svc) = common::velden::service(false);
     let prompts = qrmem::prompts::Prompts::load().unwrap();
     let params = common::velden::params();
     let once = {
@@ -842,8 +835,7 @@ async fn add_with_llm_extracts_a_text_met_twice_in_a_group_once() {
         llm.received().len()
     };
     assert!(once > 0);
-    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| common::velden::reply(r, false)));
-    let svc = Service::new(llm.clone(), None, common::velden::policy());
+    let (llm, svc) = common::velden::service(false);
     let dir = tempfile::tempdir().unwrap();
     let mut c = open(dir.path());
     let docs = vec![

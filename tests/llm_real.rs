@@ -629,21 +629,21 @@ fn corpus_qa_with_the_llms_records_extracts_the_asked_questions_paragraphs() {
     let corpus = dir.path().join("corpus");
     let out = dir.path().join("run");
     let qa = || {
-        let mut args: Vec<&std::ffi::OsStr> = ["qa", "--dataset", "2wiki", "--limit", "1", "--in"]
-            .map(AsRef::as_ref)
-            .to_vec();
-        args.push(input.as_os_str());
-        args.extend(
-            [
-                "--retrievers",
-                "bm25,graph-own-hop",
-                "--extract",
-                "llm",
-                "--out",
-            ]
-            .map(<str as AsRef<std::ffi::OsStr>>::as_ref),
-        );
-        args.push(out.as_os_str());
+        let args = [
+            std::ffi::OsStr::new("qa"),
+            "--dataset".as_ref(),
+            "2wiki".as_ref(),
+            "--limit".as_ref(),
+            "1".as_ref(),
+            "--in".as_ref(),
+            input.as_os_str(),
+            "--retrievers".as_ref(),
+            "bm25,graph-own-hop".as_ref(),
+            "--extract".as_ref(),
+            "llm".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ];
         corpus_with_llm(llm, &corpus, &args)
     };
     let first = qa();

@@ -95,9 +95,16 @@ pub fn params() -> BuildParams {
     BuildParams::from_config(&c)
 }
 
-pub async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
+/// The scripted LLM answering as [`reply`] does (`broken`: segment 1's entities malformed),
+/// and the service over it with [`policy`] and no reply cache.
+pub fn service(broken: bool) -> (Arc<ScriptedLlm>, Service) {
     let llm = Arc::new(ScriptedLlm::new([]).with_responder(move |r| reply(r, broken)));
     let svc = Service::new(llm.clone(), None, policy());
+    (llm, svc)
+}
+
+pub async fn build(broken: bool, params: BuildParams) -> (Memory, Arc<ScriptedLlm>) {
+    let (llm, svc) = service(broken);
     (build_with(&svc, params, 2).await, llm)
 }
 
