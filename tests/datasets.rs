@@ -144,6 +144,9 @@ fn longbench_style_generation_is_deterministic_and_clean() {
             (item.id.as_str(), item.question.as_str()),
             (orig.id.as_str(), orig.question.as_str())
         );
+        // The written file keeps the question type (its "type" field), and reads back.
+        assert!(item.kind.is_some());
+        assert_eq!(item.kind, orig.kind);
         let words = item.context.split_whitespace().count();
         assert!((9000..12000).contains(&words), "about 9000 words: {words}");
         let titles: Vec<&str> = item
@@ -343,6 +346,8 @@ fn two_wiki_and_musique_dev_samples() {
     assert_eq!(items.len(), 40);
     for (item, r) in items.iter().zip(&raw) {
         assert_eq!(item.dataset, "2wikimqa");
+        // The question type goes with the item, for the report's split by kind.
+        assert_eq!(item.kind.as_deref(), Some(r.kind.as_str()));
         assert_eq!(
             item.context.matches("\nPassage ").count() + 1,
             r.paragraphs.len()
@@ -380,6 +385,7 @@ fn two_wiki_and_musique_dev_samples() {
             v
         };
         assert_eq!(texts(l), texts(item), "the same gold sentences, moved");
+        assert_eq!(l.kind, item.kind);
     }
 
     let raw = load_musique_raw(&musique).unwrap();
@@ -392,6 +398,7 @@ fn two_wiki_and_musique_dev_samples() {
     for (l, r) in long.iter().zip(&raw) {
         assert_eq!(l.dataset, "musique-longbench-style");
         assert_eq!(l.answers[0], r.answers[0]);
+        assert_eq!(l.kind.as_deref(), Some(r.kind.as_str()));
         assert!(!l.answers.is_empty());
         // Every supporting paragraph is gold whole, each once, even where titles repeat.
         let gold = l.gold_spans.as_ref().unwrap();

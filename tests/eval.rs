@@ -53,6 +53,7 @@ fn items() -> Vec<QaItem> {
         gold_letter: None,
         supporting: vec![],
         gold_spans: None,
+        kind: None,
     };
     vec![
         item("a", velden::DOC.to_string(), "Lucerne"),
@@ -157,7 +158,10 @@ fn report(dir: &Path) -> Report {
         "scripted",
         &results,
         &builds,
-        &backfill,
+        qrmem::eval::report::Recovered {
+            spans: &backfill,
+            kinds: &std::collections::BTreeMap::new(),
+        },
         qrmem::eval::report::Layout {
             method_order: &order,
             reference: "bm25-top3",

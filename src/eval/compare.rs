@@ -466,6 +466,7 @@ pub(super) mod test_runs {
             },
             nav: None,
             model: Some("m".into()),
+            kind: None,
         }
     }
 

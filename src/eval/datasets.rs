@@ -40,6 +40,16 @@ pub struct QaItem {
     /// gives no sentence-level evidence (QuALITY, Qasper, LongBench's own files).
     #[serde(default)]
     pub gold_spans: Option<Vec<Span>>,
+    /// The question's kind where the dataset gives one: HotpotQA's and 2WikiMultihopQA's type
+    /// (bridge, comparison, ...), MuSiQue's hop count (2hop, 3hop, 4hop); the report splits
+    /// the rows by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+/// A dataset's kind field as an item's kind: none where it is empty.
+pub(crate) fn kind_of(kind: &str) -> Option<String> {
+    (!kind.is_empty()).then(|| kind.to_string())
 }
 
 pub(crate) fn err(path: &Path, line: Option<usize>, message: impl Into<String>) -> DatasetError {
@@ -399,6 +409,7 @@ pub fn multihop_items(raw: Vec<MultiHopRaw>, dataset: &str) -> Vec<QaItem> {
                 gold_letter: None,
                 supporting: r.supporting_titles,
                 gold_spans: Some(gold),
+                kind: kind_of(&r.kind),
             }
         })
         .collect()
@@ -430,6 +441,7 @@ pub fn load_hotpot(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 gold_letter: None,
                 supporting,
                 gold_spans: Some(gold),
+                kind: kind_of(&r.kind),
             }
         })
         .collect())
@@ -478,6 +490,8 @@ pub fn load_longbench(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                         )
                     })?),
                 },
+                // Written by `qrmem data longbench-style` (the source's question type or hops).
+                kind: v.get("type").and_then(|t| t.as_str()).and_then(kind_of),
             })
         })
         .collect()
@@ -566,6 +580,7 @@ pub fn load_leval(path: &Path, dataset: &str) -> Result<Vec<QaItem>, DatasetErro
                 gold_letter,
                 supporting: vec![],
                 gold_spans: None,
+                kind: None,
             });
         }
     }
@@ -640,6 +655,7 @@ pub fn load_quality_flat(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 gold_letter,
                 supporting: vec![],
                 gold_spans: None,
+                kind: None,
             });
         }
     }

@@ -9,6 +9,7 @@
 //! Invariant: the report's rows follow the experiment file's method order, whatever subset a
 //! run was given; the experiment's notes are read afresh on every report.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -561,9 +562,15 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
         ));
     }
     let (results, builds) = rows::read_run(out)?;
-    // The items give the gold evidence and documents that old rows' spans are computed from.
+    // The items give the gold evidence and documents that old rows' spans are computed from,
+    // and the question kinds old rows lack.
+    let mut kinds: BTreeMap<String, String> = BTreeMap::new();
     match plan.load_items() {
         Ok((items, _)) => {
+            kinds = items
+                .iter()
+                .filter_map(|i| Some((i.id.clone(), i.kind.clone()?)))
+                .collect();
             let prompts = Prompts::load().map_err(|e| EvalError::Input(e.to_string()))?;
             let nav = &config.navigate;
             let ctx = backfill::BackfillCtx {
@@ -593,7 +600,10 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
         &config.llm.model,
         &results,
         &builds,
-        &backfill,
+        super::report::Recovered {
+            spans: &backfill,
+            kinds: &kinds,
+        },
         super::report::Layout {
             method_order: &plan.method_order,
             reference: &plan.reference,

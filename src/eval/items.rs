@@ -44,6 +44,7 @@ fn long_items(
             gold_letter: None,
             supporting: l.supporting_titles,
             gold_spans: Some(l.supporting_spans),
+            kind: super::datasets::kind_of(&l.kind),
         })
         .collect()
 }

@@ -27,6 +27,9 @@ pub struct LongItem {
     pub supporting_titles: Vec<String>,
     /// The byte ranges of the supporting sentences (HotpotQA's `supporting_facts`) in `context`.
     pub supporting_spans: Vec<Span>,
+    /// The source's question type (HotpotQA, 2Wiki) or hop count (MuSiQue); none when empty.
+    #[serde(rename = "type", skip_serializing_if = "String::is_empty")]
+    pub kind: String,
 }
 
 fn words(s: &str) -> usize {
@@ -122,6 +125,7 @@ pub fn generate_multihop(
                 id: it.id.clone(),
                 supporting_titles: it.supporting_titles.clone(),
                 supporting_spans: spans,
+                kind: it.kind.clone(),
             }
         })
         .collect()

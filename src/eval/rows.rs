@@ -115,6 +115,10 @@ pub struct ResultRecord {
     /// carried it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The question's kind (type or hop count) where the dataset gives one (absent in rows
+    /// recorded before rows carried it: the report then reads it off the dataset's items).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl ResultRecord {

@@ -397,6 +397,7 @@ pub async fn run(
                             },
                             nav: None,
                             model: Some(ctx.llm.model().to_string()),
+                            kind: item.kind.clone(),
                         };
                         match outcome {
                             Ok(trace) => {
@@ -665,6 +666,7 @@ mod tests {
             gold_letter: letter.map(str::to_string),
             supporting: vec![],
             gold_spans: None,
+            kind: None,
         }
     }
 
@@ -720,6 +722,7 @@ mod tests {
             spans: ContextSpans::default(),
             nav: None,
             model: None,
+            kind: None,
         };
         let line = result_line(&rec, &bar);
         assert!(

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::comparisons::Paired;
+use super::kinds::ByKind;
 use super::rows::{EvidenceCols, EVIDENCE_COLUMNS};
 use super::{Report, BUDGET_PNG, COST_QUALITY_PNG};
 use crate::eval::paired::{self, Interval};
@@ -61,6 +62,9 @@ impl Report {
             self.results_table(&mut s, self.metric == "accuracy");
         }
         self.evidence_table(&mut s);
+        if let Some(k) = &self.by_kind {
+            self.kinds_table(&mut s, k);
+        }
         self.navigation_table(&mut s);
         self.common_table(&mut s);
         if let Some(p) = &self.paired {
@@ -217,6 +221,49 @@ impl Report {
                 facts,
                 fact_wins
             );
+        }
+    }
+
+    /// Every row per question kind: score and fact recall.
+    fn kinds_table(&self, s: &mut String, k: &ByKind) {
+        let _ = writeln!(s, "\n## By question kind\n");
+        let _ = writeln!(
+            s,
+            "Each row's {} / answer-context fact recall (%) on the questions of each kind \
+             (HotpotQA's and 2WikiMultihopQA's question type, MuSiQue's hop count; the run's \
+             questions of the kind in the header), with the row's count in parentheses where it \
+             answered fewer. n/a: no gold evidence or spans. A few questions a kind separate \
+             nothing: these are for reading the main table, not for ranking rows.\n",
+            self.metric
+        );
+        let heads: Vec<String> = k.kinds.iter().map(|(n, q)| format!("{n} ({q})")).collect();
+        let cols: Vec<&str> = ["method", "max trials"]
+            .into_iter()
+            .chain(heads.iter().map(String::as_str))
+            .collect();
+        table_header(s, &cols);
+        for r in &k.rows {
+            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+            let cells: Vec<String> = r
+                .cells
+                .iter()
+                .zip(&k.kinds)
+                .map(|(c, (_, all))| match c {
+                    None => String::new(),
+                    Some(c) => {
+                        let recall = c
+                            .fact_recall
+                            .map_or("n/a".to_string(), |x| format!("{:.0}", 100.0 * x));
+                        let count = if c.questions == *all {
+                            String::new()
+                        } else {
+                            format!(" ({})", c.questions)
+                        };
+                        format!("{:.1} / {recall}{count}", c.f1)
+                    }
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} | {} |", r.method, trials, cells.join(" | "));
         }
     }
 

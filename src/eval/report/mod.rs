@@ -9,11 +9,13 @@
 
 mod comparisons;
 mod graphs;
+mod kinds;
 mod markdown;
 mod rows;
 
 pub use comparisons::{Common, CommonRow, Paired, PairedRow};
 pub use graphs::GraphRow;
+pub use kinds::{ByKind, KindCell, KindRow};
 pub use rows::{BuildRow, EvidenceCell, EvidenceCols, MethodRow, NavRow};
 
 use std::collections::BTreeMap;
@@ -25,6 +27,7 @@ use super::evidence::ContextSpans;
 use super::rows::{BuildRecord, ResultRecord};
 use comparisons::{common_rows, paired_rows};
 use graphs::graph_rows;
+use kinds::by_kind;
 use rows::{build_rows, cached_share, first_builds, mean, QuestionMeans};
 
 /// The cost-quality figure's file, next to report.md.
@@ -56,6 +59,17 @@ pub struct Report {
     /// Every other row against the reference row, question by question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired: Option<Paired>,
+    /// Every row per question kind (type or hop count), where the questions have two or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_kind: Option<ByKind>,
+}
+
+/// What rows recorded before rows carried it lack, recovered from the run's items without the
+/// LLM: the backfill's spans (`DIR/backfill.jsonl`) and each item's kind (id -> kind).
+#[derive(Clone, Copy, Debug)]
+pub struct Recovered<'a> {
+    pub spans: &'a BTreeMap<(String, String, Option<usize>), ContextSpans>,
+    pub kinds: &'a BTreeMap<String, String>,
 }
 
 /// How the report lays out its rows.
@@ -72,7 +86,7 @@ pub fn build(
     model: &str,
     results: &[ResultRecord],
     builds: &[BuildRecord],
-    backfill: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
+    recovered: Recovered<'_>,
     layout: Layout<'_>,
     notes: Vec<String>,
 ) -> Report {
@@ -87,7 +101,7 @@ pub fn build(
     let spans: BTreeMap<(String, String, Option<usize>), ContextSpans> = latest
         .iter()
         .map(|(k, r)| {
-            let mut s = r.spans.clone().or(backfill.get(k).unwrap_or(&none));
+            let mut s = r.spans.clone().or(recovered.spans.get(k).unwrap_or(&none));
             if r.error.is_some() {
                 s.answer_spans = Some(vec![]);
                 s.read_spans = Some(vec![]);
@@ -111,6 +125,7 @@ pub fn build(
     }
     let common = common_rows(&rows, &spans);
     let paired = paired_rows(&rows, &spans, reference);
+    let by_kind = by_kind(&rows, &spans, recovered.kinds);
     let methods = rows
         .into_iter()
         .map(|((_, method, max_trials), rs)| {
@@ -168,6 +183,7 @@ pub fn build(
         notes,
         common,
         paired,
+        by_kind,
     }
 }
 
@@ -294,7 +310,10 @@ mod tests {
             "m",
             results,
             builds,
-            &BTreeMap::new(),
+            Recovered {
+                spans: &BTreeMap::new(),
+                kinds: &BTreeMap::new(),
+            },
             Layout {
                 method_order,
                 reference,
@@ -353,6 +372,7 @@ mod tests {
             spans: ContextSpans::default(),
             nav: None,
             model: None,
+            kind: None,
         }
     }
 
@@ -377,6 +397,68 @@ mod tests {
         let png = image::open(dir.path().join(COST_QUALITY_PNG)).unwrap();
         // No gold evidence: one panel, the score's.
         assert_eq!(png.width(), 640);
+    }
+
+    #[test]
+    fn rows_are_split_by_question_kind_from_the_rows_or_else_the_items() {
+        // q1 and q2 record their kind; q3's row predates kinds, so the items give it.
+        let mut rows = vec![
+            answer("q1", "a", 1.0, 100),
+            answer("q2", "a", 0.0, 100),
+            answer("q3", "a", 0.5, 100),
+            answer("q1", "b", 0.0, 100),
+        ];
+        for (r, kind) in rows.iter_mut().zip(["bridge", "bridge", "", "bridge"]) {
+            r.kind = (!kind.is_empty()).then(|| kind.to_string());
+        }
+        // b's one question has the gold sentence (2, 5) wholly in its answer context.
+        rows[3].spans = ContextSpans {
+            answer_spans: Some(vec![(0, 10)]),
+            read_spans: Some(vec![(0, 10)]),
+            answer_context_tokens: Some(3),
+            gold_spans: Some(vec![(2, 5)]),
+        };
+        let kinds = BTreeMap::from([("q3".to_string(), "comparison".to_string())]);
+        let order = ["a".to_string(), "b".to_string()];
+        let r = build(
+            "t",
+            "m",
+            &rows,
+            &[],
+            Recovered {
+                spans: &BTreeMap::new(),
+                kinds: &kinds,
+            },
+            Layout {
+                method_order: &order,
+                reference: "a",
+            },
+            vec![],
+        );
+        let k = r.by_kind.as_ref().expect("two kinds, so a split");
+        assert_eq!(
+            k.kinds,
+            vec![("bridge".to_string(), 2), ("comparison".to_string(), 1)]
+        );
+        let cell = |row: usize, kind: usize| k.rows[row].cells[kind].clone();
+        let a_bridge = cell(0, 0).expect("a answered both bridge questions");
+        assert_eq!((a_bridge.questions, a_bridge.f1), (2, 50.0));
+        assert_eq!(a_bridge.fact_recall, None);
+        assert_eq!(cell(0, 1).map(|c| c.f1), Some(50.0));
+        let b_bridge = cell(1, 0).expect("b answered one bridge question");
+        assert_eq!((b_bridge.questions, b_bridge.fact_recall), (1, Some(1.0)));
+        assert_eq!(cell(1, 1), None);
+        let md = r.to_markdown();
+        assert!(
+            md.contains("| method | max trials | bridge (2) | comparison (1) |"),
+            "{md}"
+        );
+        assert!(md.contains("| a | - | 50.0 / n/a | 50.0 / n/a |"), "{md}");
+        assert!(md.contains("| b | - | 0.0 / 100 (1) |  |"), "{md}");
+        // One kind (or none) splits nothing.
+        let r = report_of(&rows[..2], &[], &order, "a");
+        assert_eq!(r.by_kind, None);
+        assert!(!r.to_markdown().contains("By question kind"));
     }
 
     #[test]
