@@ -64,3 +64,16 @@ def gold_share(row):
         return None
     inside = sum(max(0, min(b, g1) - max(a, g0)) for a, b in spans for g0, g1 in gold)
     return inside / total
+
+
+def item_kinds(data):
+    """Each item's kind in a dev file, as the report's "By question kind" table reads it: HotpotQA's
+    and 2WikiMultihopQA's question type (JSON list, `type`), MuSiQue's hop count (jsonl, from the
+    id: "3hop1__..." is "3hop")."""
+    import json
+    if data.endswith(".jsonl"):
+        with open(data) as f:
+            items = [json.loads(line) for line in f if line.strip()]
+        return {i["id"]: i["id"].split("hop")[0] + "hop" for i in items}
+    with open(data) as f:
+        return {i["_id"]: i["type"] for i in json.load(f)}

@@ -2,19 +2,24 @@
 """Two rows of a run paired question by question: fact recall, gold share (precision) and F1.
 
     python3 eval/pair.py eval/runs/hotpot-longbench-style kn-passages400 bm25-passages400
+    python3 eval/pair.py RUN A B --kind comparison ../shared/data/hotpotqa/hotpot_dev_distractor_dev500.json
 
 Differences (first minus second, in points) on the questions both rows answered, each with a
 95% interval from 4,000 bootstrap resamples (seed 0). Rows of a max-trials sweep other than 4
 are left out unless the name asks for them (`kn-passages400@1`: the rows of max trials 1); the
-latest row per (item, method) wins, as in the report.
+latest row per (item, method) wins, as in the report. `--kind K DATA` pairs only the questions of
+kind K (the question type, or MuSiQue's hop count) read from the dev file DATA.
 """
 import os
 import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evidence import fact_recall, latest_rows, gold_share
+from evidence import fact_recall, item_kinds, latest_rows, gold_share
+if len(sys.argv) not in (4, 7) or (len(sys.argv) == 7 and sys.argv[4] != '--kind'):
+    raise SystemExit(__doc__)
 run=sys.argv[1]; a,b=sys.argv[2],sys.argv[3]
+kinds=item_kinds(sys.argv[6]) if len(sys.argv)==7 else None
 rows=latest_rows(run)
 def get(m):
     trials=(None,4)
@@ -25,7 +30,9 @@ def get(m):
         if mm==m and t in trials: out[i]=r
     return out
 A,B=get(a),get(b)
-common=[i for i in A if i in B]
+common=[i for i in A if i in B and (kinds is None or kinds.get(i)==sys.argv[5])]
+if not common:
+    raise SystemExit(f"no question both rows answered{' of kind '+sys.argv[5] if kinds else ''}")
 def boot(xs):
     rnd=random.Random(0); n=len(xs); ms=[]
     for _ in range(4000):
