@@ -8,9 +8,14 @@ use super::rows::{EvidenceCols, EVIDENCE_COLUMNS};
 use super::{Report, BUDGET_PNG, COST_QUALITY_PNG};
 use crate::eval::paired::{self, Interval};
 
+/// The "max trials" cell of a row: "-" for the one-shot baselines.
+fn trials_cell(max_trials: Option<usize>) -> String {
+    max_trials.map_or("-".to_string(), |t| t.to_string())
+}
+
 /// The "max trials" and score cells of a row: accuracy alone for multiple choice, else EM | F1.
 fn trials_and_score(max_trials: Option<usize>, em: f64, f1: f64, mc: bool) -> (String, String) {
-    let trials = max_trials.map_or("-".to_string(), |t| t.to_string());
+    let trials = trials_cell(max_trials);
     let score = if mc {
         format!("{f1:.1}")
     } else {
@@ -205,7 +210,7 @@ impl Report {
         let iv = |i: &Interval| format!("{:+.1} [{:+.1}, {:+.1}]", i.mean, i.low, i.high);
         let wins = |i: &Interval| format!("{} / {} / {}", i.wins, i.ties, i.losses);
         for r in &p.rows {
-            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+            let trials = trials_cell(r.max_trials);
             let (facts, fact_wins) = r
                 .fact_recall
                 .as_ref()
@@ -243,7 +248,7 @@ impl Report {
             .collect();
         table_header(s, &cols);
         for r in &k.rows {
-            let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+            let trials = trials_cell(r.max_trials);
             let cells: Vec<String> = r
                 .cells
                 .iter()
@@ -293,7 +298,7 @@ impl Report {
                 .collect();
             table_header(s, &cols);
             for r in &self.methods {
-                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let trials = trials_cell(r.max_trials);
                 let _ = writeln!(s, "| {} | {} | {} |", r.method, trials, r.evidence.cells());
             }
             if !self.budget_points().is_empty() {
@@ -352,7 +357,7 @@ impl Report {
             let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
             for r in &self.methods {
                 let Some(n) = &r.navigation else { continue };
-                let trials = r.max_trials.map_or("-".to_string(), |t| t.to_string());
+                let trials = trials_cell(r.max_trials);
                 let kept = if ranked {
                     format!(" {} |", opt(n.s_imp_kept))
                 } else {
