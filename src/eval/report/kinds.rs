@@ -50,52 +50,60 @@ pub(super) fn by_kind(
     spans: &BTreeMap<(String, String, Option<usize>), ContextSpans>,
     kinds: &BTreeMap<String, String>,
 ) -> Option<ByKind> {
-    let kind_of = |r: &ResultRecord| -> Option<String> {
-        r.kind.clone().or_else(|| kinds.get(&r.item).cloned())
-    };
+    // A row's own kind, else its item's.
+    fn row_kind<'a>(r: &'a ResultRecord, kinds: &'a BTreeMap<String, String>) -> Option<&'a str> {
+        r.kind
+            .as_deref()
+            .or_else(|| kinds.get(&r.item).map(String::as_str))
+    }
     // Each question once, with its kind.
-    let mut questions: BTreeMap<&str, String> = BTreeMap::new();
+    let mut questions: BTreeMap<&str, &str> = BTreeMap::new();
     for r in rows.values().flatten() {
-        if let Some(k) = kind_of(r) {
+        if let Some(k) = row_kind(r, kinds) {
             questions.entry(r.item.as_str()).or_insert(k);
         }
     }
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for k in questions.values() {
-        *counts.entry(k.clone()).or_default() += 1;
+        *counts.entry(k).or_default() += 1;
     }
     if counts.len() < 2 {
         return None;
     }
     let rows = rows
         .iter()
-        .map(|((_, method, max_trials), rs)| KindRow {
-            method: method.clone(),
-            max_trials: *max_trials,
-            cells: counts
-                .keys()
-                .map(|kind| {
-                    let of_kind: Vec<&ResultRecord> = rs
-                        .iter()
-                        .copied()
-                        .filter(|r| kind_of(r).as_ref() == Some(kind))
-                        .collect();
-                    if of_kind.is_empty() {
-                        return None;
-                    }
-                    let shown: Vec<&ContextSpans> =
-                        of_kind.iter().filter_map(|r| spans.get(&r.key())).collect();
-                    Some(KindCell {
-                        questions: of_kind.len(),
-                        f1: QuestionMeans::of(&of_kind).f1,
-                        fact_recall: EvidenceCols::of(&shown).answer.map(|c| c.fact_recall),
+        .map(|((_, method, max_trials), rs)| {
+            // The row's records by kind, split once.
+            let mut by: BTreeMap<&str, Vec<&ResultRecord>> = BTreeMap::new();
+            for r in rs {
+                if let Some(k) = row_kind(r, kinds) {
+                    by.entry(k).or_default().push(r);
+                }
+            }
+            KindRow {
+                method: method.clone(),
+                max_trials: *max_trials,
+                cells: counts
+                    .keys()
+                    .map(|kind| {
+                        let of_kind = by.get(kind)?;
+                        let shown: Vec<&ContextSpans> =
+                            of_kind.iter().filter_map(|r| spans.get(&r.key())).collect();
+                        Some(KindCell {
+                            questions: of_kind.len(),
+                            f1: QuestionMeans::of(of_kind).f1,
+                            fact_recall: EvidenceCols::of(&shown).answer.map(|c| c.fact_recall),
+                        })
                     })
-                })
-                .collect(),
+                    .collect(),
+            }
         })
         .collect();
     Some(ByKind {
-        kinds: counts.into_iter().collect(),
+        kinds: counts
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect(),
         rows,
     })
 }
