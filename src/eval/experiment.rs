@@ -564,13 +564,8 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
     let (results, builds) = rows::read_run(out)?;
     // The items give the gold evidence and documents that old rows' spans are computed from,
     // and the question kinds old rows lack.
-    let mut kinds: BTreeMap<String, String> = BTreeMap::new();
-    match plan.load_items() {
+    let kinds: BTreeMap<String, String> = match plan.load_items() {
         Ok((items, _)) => {
-            kinds = items
-                .iter()
-                .filter_map(|i| Some((i.id.clone(), i.kind.clone()?)))
-                .collect();
             let prompts = Prompts::load().map_err(|e| EvalError::Input(e.to_string()))?;
             let nav = &config.navigate;
             let ctx = backfill::BackfillCtx {
@@ -588,12 +583,19 @@ pub fn report(config: &Config, plan: &Plan, out: &Path) -> Result<Report, EvalEr
                     problems.len()
                 );
             }
+            items
+                .into_iter()
+                .filter_map(|i| Some((i.id, i.kind?)))
+                .collect()
         }
-        Err(e) => eprintln!(
-            "note: {e}; evidence columns come from {} where it exists",
-            out.join(backfill::BACKFILL).display()
-        ),
-    }
+        Err(e) => {
+            eprintln!(
+                "note: {e}; evidence columns come from {} where it exists",
+                out.join(backfill::BACKFILL).display()
+            );
+            BTreeMap::new()
+        }
+    };
     let backfill = backfill::read_backfill(out).map_err(EvalError::Input)?;
     let report = super::report::build(
         &plan.title,
