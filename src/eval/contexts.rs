@@ -38,7 +38,7 @@ pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Vec<ContextRow>, EvalErr
         .map(|m| {
             m.to_string().parse::<Baseline>().map_err(|_| {
                 fail(format!(
-                    "--contexts-only measures the baselines that choose their context without the LLM (bm25-*, contriever-*, vanilla-*, full); {m} needs the LLM to choose it"
+                    "--contexts-only measures the baselines that choose their context without the LLM (bm25-*, contriever-*, vanilla-*, full); {m} is not one of them (a navigator's context is chosen by the LLM's steps, a gold row's is the gold evidence itself)"
                 ))
             })
         })
