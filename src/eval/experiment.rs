@@ -498,7 +498,7 @@ pub fn write_index(out: &Path, dir: &Path, results: &[ResultRecord]) -> Result<u
             esc(&stem),
             esc(&r.item),
             esc(&r.method),
-            r.max_trials.map_or("-".to_string(), |t| t.to_string()),
+            super::report::trials_cell(r.max_trials),
             r.f1,
             r.cost.requests,
             r.cost.prompt_tokens,

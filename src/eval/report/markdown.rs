@@ -8,8 +8,9 @@ use super::rows::{EvidenceCols, EVIDENCE_COLUMNS};
 use super::{Report, BUDGET_PNG, COST_QUALITY_PNG};
 use crate::eval::paired::{self, Interval};
 
-/// The "max trials" cell of a row: "-" for the one-shot baselines.
-fn trials_cell(max_trials: Option<usize>) -> String {
+/// The "max trials" cell of a row (the reports' tables and the question pages' index): "-" for
+/// the one-shot baselines.
+pub(crate) fn trials_cell(max_trials: Option<usize>) -> String {
     max_trials.map_or("-".to_string(), |t| t.to_string())
 }
 

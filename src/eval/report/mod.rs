@@ -16,6 +16,7 @@ mod rows;
 pub use comparisons::{Common, CommonRow, Paired, PairedRow};
 pub use graphs::GraphRow;
 pub use kinds::{ByKind, KindCell, KindRow};
+pub(crate) use markdown::trials_cell;
 pub use rows::{BuildRow, EvidenceCell, EvidenceCols, MethodRow, NavRow};
 
 use std::collections::BTreeMap;
