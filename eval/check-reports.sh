@@ -52,6 +52,7 @@ runs=(
   "musique-longbench-style:musique-longbench-style.toml"
   "2wiki-longbench-style-1.5b:2wiki-longbench-style-1.5b.toml"
   "musique-longbench-style-1.5b:musique-longbench-style-1.5b.toml"
+  "hotpot-unseen-1.5b:hotpot-unseen-1.5b.toml"
 )
 # The committed comparisons (qrmem compare): output directory -> its arguments (the runs, in
 # order; Table 1's with --datasets and its --methods).
