@@ -9,6 +9,12 @@ Differences (first minus second, in points) on the questions both rows answered,
 are left out unless the name asks for them (`kn-passages400@1`: the rows of max trials 1); the
 latest row per (item, method) wins, as in the report. `--kind K DATA` pairs only the questions of
 kind K (the question type, or MuSiQue's hop count) read from the dev file DATA.
+
+RUN may name several runs joined by commas (and DATA several files): their questions are pooled,
+as when a row's lead on one dataset is tested on the questions of the others:
+
+    python3 eval/pair.py eval/runs/2wiki-longbench-style-1.5b,eval/runs/musique-longbench-style-1.5b \
+        kn-hop-final-s-mix-passages400@1 bm25-own-hop-passages400
 """
 import os
 import random
@@ -19,8 +25,14 @@ from evidence import fact_recall, item_kinds, latest_rows, gold_share
 if len(sys.argv) not in (4, 7) or (len(sys.argv) == 7 and sys.argv[4] != '--kind'):
     raise SystemExit(__doc__)
 run=sys.argv[1]; a,b=sys.argv[2],sys.argv[3]
-kinds=item_kinds(sys.argv[6]) if len(sys.argv)==7 else None
-rows=latest_rows(run)
+kinds=None
+if len(sys.argv)==7:
+    kinds={}
+    for data in sys.argv[6].split(','):
+        kinds.update(item_kinds(data))
+rows={}
+for one in run.split(','):
+    rows.update(latest_rows(one))
 def get(m):
     trials=(None,4)
     if '@' in m:
