@@ -18,16 +18,22 @@ def graph_segments(run):
 
 
 def latest_rows(run):
-    """(item, method, max_trials) -> the last row of RUN/results.jsonl for that pair."""
+    """(item, method, max_trials) -> the last row of RUN/results.jsonl for that pair; in a
+    directory of `qrmem eval --contexts-only` (no results.jsonl), its contexts.jsonl rows, which
+    have the spans and no answer."""
+    import os
     latest = {}
-    with open(f"{run}/results.jsonl") as f:
+    name = "results.jsonl"
+    if not os.path.exists(f"{run}/{name}") and os.path.exists(f"{run}/contexts.jsonl"):
+        name = "contexts.jsonl"
+    with open(f"{run}/{name}") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 r = json.loads(line)
             except json.JSONDecodeError as e:
-                raise SystemExit(f"{run}/results.jsonl:{n}: not JSON: {e}")
+                raise SystemExit(f"{run}/{name}:{n}: not JSON: {e}")
             latest[(r["item"], r["method"], r.get("max_trials"))] = r
     return latest
 

@@ -10,11 +10,15 @@ are left out unless the name asks for them (`kn-passages400@1`: the rows of max 
 latest row per (item, method) wins, as in the report. `--kind K DATA` pairs only the questions of
 kind K (the question type, or MuSiQue's hop count) read from the dev file DATA.
 
-RUN may name several runs joined by commas (and DATA several files): their questions are pooled,
-as when a row's lead on one dataset is tested on the questions of the others:
+RUN may name several runs joined by commas (and DATA several files): their questions are pooled
+(where two runs hold the same item and method, the first named wins),
+as when a row's lead on one dataset is tested on the questions of the others. A directory of
+`qrmem eval --contexts-only` pairs by its contexts.jsonl (recall and gold share, no F1):
 
     python3 eval/pair.py eval/runs/2wiki-longbench-style-1.5b,eval/runs/musique-longbench-style-1.5b \
         kn-hop-final-s-mix-passages400@1 bm25-own-hop-passages400
+    python3 eval/pair.py eval/runs/2wiki-longbench-style,eval/runs/contexts-longbench-style/2wiki-kn-budget \
+        kn-cooccurrence bm25-top6
 """
 import os
 import random
@@ -32,7 +36,8 @@ if len(sys.argv)==7:
         kinds.update(item_kinds(data))
 rows={}
 for one in run.split(','):
-    rows.update(latest_rows(one))
+    for k,r in latest_rows(one).items():
+        rows.setdefault(k,r)
 def get(m):
     trials=(None,4)
     if '@' in m:
@@ -50,6 +55,10 @@ def boot(xs):
     for _ in range(4000):
         s=[xs[rnd.randrange(n)] for _ in range(n)]; ms.append(sum(s)/n)
     ms.sort(); return sum(xs)/n, ms[100], ms[3899]
-for name,f in [('recall',lambda r: fact_recall(r)[0] if fact_recall(r) else None),('gold share',gold_share),('f1',lambda r:r['f1'])]:
+for name,f in [('recall',lambda r: fact_recall(r)[0] if fact_recall(r) else None),('gold share',gold_share),('f1',lambda r:r.get('f1'))]:
     xs=[100*(f(A[i])-f(B[i])) for i in common if f(A[i]) is not None and f(B[i]) is not None]
+    if not xs:
+        print(f"{a} - {b} {name}: no question with it in both rows"
+              " (a context measured without the LLM has no F1)")
+        continue
     m,lo,hi=boot(xs); print(f"{a} - {b} {name} ({len(xs)} q): {m:+.1f} [{lo:+.1f}, {hi:+.1f}]")

@@ -553,3 +553,88 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
     assert!(!ask.status.success());
     assert!(text(&ask).contains("no corpus here"), "{}", text(&ask));
 }
+
+/// `qrmem eval --contexts-only` over real 2WikiMultihopQA items: every question's context under
+/// every method lands in contexts.jsonl with its spans, and the table's fact recall and tokens
+/// are those records' means (what `eval/pair.py` pairs with a run's rows).
+#[test]
+fn contexts_only_writes_each_questions_spans_beside_the_table() {
+    let Some(data) = common::shared_data("2wikimultihopqa/2wiki_dev40.json") else {
+        return;
+    };
+    let model = std::env::var_os("QRMEM_EMBED_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| qrmem::config::qrmem_home().join("models/all-MiniLM-L6-v2"));
+    if !model.join("model.safetensors").is_file() {
+        assert_ne!(
+            std::env::var("QRMEM_REQUIRE_EMBEDDER").as_deref(),
+            Ok("1"),
+            "no embedder model at {} (QRMEM_REQUIRE_EMBEDDER=1)",
+            model.display()
+        );
+        eprintln!("SKIPPED: no embedder model at {}", model.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "title = \"t\"\ndataset = \"2wiki-longbench-style\"\ndata = {:?}\nmethods = [\"bm25-top3\", \"bm25-passages400\"]\n",
+            data.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("ctx");
+    let o = Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["eval", "--experiment", exp.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .args(["--contexts-only", "--limit", "3"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("QRMEM_EMBED_MODEL_DIR", &model)
+        .env("QRMEM_CACHE_DIR", dir.path().join("cache"))
+        .env("QRMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .current_dir(dir.path())
+        .output()
+        .expect("run qrmem");
+    assert!(o.status.success(), "{}", text(&o));
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(out.join("contexts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 6, "3 items x 2 methods");
+    let table = std::fs::read_to_string(out.join("contexts.md")).unwrap();
+    for method in ["bm25-top3", "bm25-passages400"] {
+        let rows: Vec<&serde_json::Value> =
+            records.iter().filter(|r| r["method"] == method).collect();
+        assert_eq!(rows.len(), 3, "{method}");
+        let spans = |v: &serde_json::Value| -> Vec<(u64, u64)> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (s[0].as_u64().unwrap(), s[1].as_u64().unwrap()))
+                .collect()
+        };
+        let (mut recall, mut tokens) = (0.0, 0.0);
+        for r in &rows {
+            let gold = spans(&r["gold_spans"]);
+            let shown = spans(&r["answer_spans"]);
+            assert!(!gold.is_empty() && !shown.is_empty(), "{r}");
+            let hits = gold
+                .iter()
+                .filter(|g| shown.iter().any(|s| s.0 <= g.0 && g.1 <= s.1))
+                .count();
+            recall += hits as f64 / gold.len() as f64 / 3.0;
+            tokens += r["answer_context_tokens"].as_f64().unwrap() / 3.0;
+        }
+        let line = format!("| {method} | {:.1} |", 100.0 * recall);
+        assert!(table.contains(&line), "{line} not in\n{table}");
+        assert!(
+            table.contains(&format!("| {tokens:.0} |")),
+            "{tokens:.0} tokens not in\n{table}"
+        );
+    }
+}

@@ -3,7 +3,9 @@
 //! every item and every baseline method of the plan: the context's fact recall, its gold share
 //! (precision) and its tokens, from the same selection code the method answers with
 //! (`Baseline::context_of`), in seconds over every item. Methods that need the LLM to choose
-//! their context (the navigators, the seed systems) are refused by name.
+//! their context (the navigators, the seed systems) are refused by name. Each question's spans
+//! are kept too (`ContextRecord`, written as `contexts.jsonl`), so a context measured without
+//! the LLM pairs question by question with a run's rows (`eval/pair.py RUN,DIR A B`).
 
 use std::fmt::Write as _;
 
@@ -14,6 +16,23 @@ use crate::answer::Window;
 use crate::memory::Memory;
 use crate::methods::{Baseline, MemoryKind, Runtime};
 use crate::prompts::Prompts;
+
+/// One question's context under one method: the run rows' span fields, without an answer.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ContextRecord {
+    pub item: String,
+    pub method: String,
+    #[serde(flatten)]
+    pub spans: ContextSpans,
+}
+
+/// What `measure` finds: one row per method (the plan's order) and one record per item and
+/// method (item order, then the plan's method order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measured {
+    pub rows: Vec<ContextRow>,
+    pub records: Vec<ContextRecord>,
+}
 
 /// One method's contexts over the items: mean fact recall, all-facts count, mean gold share
 /// and mean tokens.
@@ -29,8 +48,8 @@ pub struct ContextRow {
     pub tokens: f64,
 }
 
-/// Measures the plan's methods (baselines only) over its items; the rows in the plan's order.
-pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Vec<ContextRow>, EvalError> {
+/// Measures the plan's methods (baselines only) over its items.
+pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Measured, EvalError> {
     let fail = |message: String| EvalError::Input(message);
     let baselines: Vec<Baseline> = plan
         .methods
@@ -57,6 +76,7 @@ pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Vec<ContextRow>, EvalErr
     let mut recall_sum = vec![0.0; rows.len()];
     let mut share_sum = vec![0.0; rows.len()];
     let mut token_sum = vec![0.0; rows.len()];
+    let mut records = Vec::with_capacity(items.len() * baselines.len());
     for item in &items {
         let memory = Memory::segments_only(&item.context, params.clone(), "none");
         let q = crate::answer::with_options(&item.question, &item.options);
@@ -77,6 +97,11 @@ pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Vec<ContextRow>, EvalErr
                 shown.spans,
                 item.gold_spans.clone(),
             );
+            records.push(ContextRecord {
+                item: item.id.clone(),
+                method: b.to_string(),
+                spans: spans.clone(),
+            });
             let row = &mut rows[k];
             row.items += 1;
             token_sum[k] += spans.answer_context_tokens.unwrap_or(0) as f64;
@@ -96,7 +121,7 @@ pub fn measure(rt: &Runtime<'_>, plan: &Plan) -> Result<Vec<ContextRow>, EvalErr
         row.gold_share = share_sum[k] / n;
         row.tokens = token_sum[k] / row.items.max(1) as f64;
     }
-    Ok(rows)
+    Ok(Measured { rows, records })
 }
 
 /// The rows as a markdown table under a heading naming the dataset and the items.

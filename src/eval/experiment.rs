@@ -533,14 +533,24 @@ const INDEX_STYLE: &str = "body{font:13px/1.4 system-ui,sans-serif;margin:1rem}t
 const INDEX_SCRIPT: &str = "(function(){var t=document.getElementById('index');var dir={};t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){dir[i]=!dir[i];var rows=Array.prototype.slice.call(t.tBodies[0].rows);rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);var c=(isNaN(p)||isNaN(q))?x.localeCompare(y):p-q;if(isNaN(p)&&!isNaN(q))c=1;if(!isNaN(p)&&isNaN(q))c=-1;return dir[i]?c:-c;});rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});})();";
 
 /// `qrmem eval --contexts-only`: the plan's baselines' contexts measured without the LLM
-/// (`eval::contexts`), written to `out/contexts.md`; returns the table.
+/// (`eval::contexts`), written to `out/contexts.md` (the table, which it returns) and
+/// `out/contexts.jsonl` (each question's spans under each method, the run rows' span fields).
 pub fn contexts_only(rt: &Runtime<'_>, plan: &Plan, out: &Path) -> Result<String, EvalError> {
-    let rows = super::contexts::measure(rt, plan)?;
-    let text = super::contexts::to_markdown(plan, &rows);
+    let measured = super::contexts::measure(rt, plan)?;
+    let text = super::contexts::to_markdown(plan, &measured.rows);
     let io = |path: &Path, e: std::io::Error| {
         EvalError::Input(format!("cannot write {}: {e}", path.display()))
     };
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let mut lines = String::new();
+    for r in &measured.records {
+        let line = serde_json::to_string(r)
+            .map_err(|e| EvalError::Input(format!("cannot encode {}'s context: {e}", r.item)))?;
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    let path = out.join("contexts.jsonl");
+    std::fs::write(&path, lines).map_err(|e| io(&path, e))?;
     let path = out.join("contexts.md");
     std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
     Ok(text)
