@@ -419,7 +419,8 @@ pub(crate) struct EvalArgs {
     #[arg(long)]
     pub(crate) report_only: bool,
     /// Measure, without the LLM, what the baselines among --methods would show the answerer
-    /// (fact recall, gold share, tokens per question) and write DIR/contexts.md; answer nothing.
+    /// (fact recall, gold share, tokens per question) and write DIR/contexts.md, with each
+    /// question's spans in DIR/contexts.jsonl; answer nothing.
     #[arg(long)]
     pub(crate) contexts_only: bool,
     /// Keep every question's full trace as JSON in this directory.
