@@ -538,10 +538,6 @@ const INDEX_SCRIPT: &str = "(function(){var t=document.getElementById('index');v
 pub fn contexts_only(rt: &Runtime<'_>, plan: &Plan, out: &Path) -> Result<String, EvalError> {
     let measured = super::contexts::measure(rt, plan)?;
     let text = super::contexts::to_markdown(plan, &measured.rows);
-    let io = |path: &Path, e: std::io::Error| {
-        EvalError::Input(format!("cannot write {}: {e}", path.display()))
-    };
-    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     let mut lines = String::new();
     for r in &measured.records {
         let line = serde_json::to_string(r)
@@ -549,10 +545,11 @@ pub fn contexts_only(rt: &Runtime<'_>, plan: &Plan, out: &Path) -> Result<String
         lines.push_str(&line);
         lines.push('\n');
     }
-    let path = out.join("contexts.jsonl");
-    std::fs::write(&path, lines).map_err(|e| io(&path, e))?;
-    let path = out.join("contexts.md");
-    std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
+    // Whole or not at all: a crash mid-write leaves the earlier files, not a torn table.
+    crate::fsutil::write_atomic(&out.join("contexts.jsonl"), lines.as_bytes())
+        .map_err(EvalError::Input)?;
+    crate::fsutil::write_atomic(&out.join("contexts.md"), text.as_bytes())
+        .map_err(EvalError::Input)?;
     Ok(text)
 }
 
