@@ -5,6 +5,7 @@ checks.py, misses.py and calibrate.py; one row's fact recall and gold share for 
 import glob
 import gzip
 import json
+import os
 
 
 def graph_segments(run):
@@ -21,7 +22,6 @@ def latest_rows(run):
     """(item, method, max_trials) -> the last row of RUN/results.jsonl for that pair; in a
     directory of `qrmem eval --contexts-only` (no results.jsonl), its contexts.jsonl rows, which
     have the spans and no answer."""
-    import os
     latest = {}
     name = "results.jsonl"
     if not os.path.exists(f"{run}/{name}") and os.path.exists(f"{run}/contexts.jsonl"):

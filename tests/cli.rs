@@ -562,19 +562,9 @@ fn contexts_only_writes_each_questions_spans_beside_the_table() {
     let Some(data) = common::shared_data("2wikimultihopqa/2wiki_dev40.json") else {
         return;
     };
-    let model = std::env::var_os("QRMEM_EMBED_MODEL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| qrmem::config::qrmem_home().join("models/all-MiniLM-L6-v2"));
-    if !model.join("model.safetensors").is_file() {
-        assert_ne!(
-            std::env::var("QRMEM_REQUIRE_EMBEDDER").as_deref(),
-            Ok("1"),
-            "no embedder model at {} (QRMEM_REQUIRE_EMBEDDER=1)",
-            model.display()
-        );
-        eprintln!("SKIPPED: no embedder model at {}", model.display());
+    let Some(model) = common::embedder_model_dir() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("exp.toml");
     std::fs::write(
@@ -600,11 +590,7 @@ fn contexts_only_writes_each_questions_spans_beside_the_table() {
         .output()
         .expect("run qrmem");
     assert!(o.status.success(), "{}", text(&o));
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(out.join("contexts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = common::jsonl(&out.join("contexts.jsonl"));
     assert_eq!(records.len(), 6, "3 items x 2 methods");
     let table = std::fs::read_to_string(out.join("contexts.md")).unwrap();
     for method in ["bm25-top3", "bm25-passages400"] {

@@ -179,11 +179,7 @@ fn report(dir: &Path) -> Report {
 }
 
 fn lines(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::jsonl(&dir.join("results.jsonl"))
 }
 
 #[tokio::test]

@@ -380,11 +380,7 @@ fn eval_of_two_items_by_three_methods_end_to_end() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = common::jsonl(&out_dir.join("results.jsonl"));
     assert_eq!(lines.len(), 6, "2 items x 3 methods");
     // HotpotQA as it is: the run adds no notes of its own, and says so on disk.
     let run_notes = std::fs::read_to_string(out_dir.join("run-notes.json")).unwrap();

@@ -47,3 +47,16 @@ pub fn shared_data(rel: &str) -> Option<std::path::PathBuf> {
     eprintln!("SKIPPED: {msg}");
     None
 }
+
+/// Every line of a jsonl file the program wrote (results.jsonl, contexts.jsonl), parsed; a
+/// missing file or a line that is not JSON fails the test.
+pub fn jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{}: not JSON: {e}: {l}", path.display()))
+        })
+        .collect()
+}
