@@ -128,8 +128,8 @@ async fn twenty_questions_under_faults_lose_and_duplicate_nothing() {
     );
     let t = s.ledger.total();
     eprintln!(
-        "fault batch: server hits {}, requests {}, retries {}, errors {}, unparsable {}, answered {}, failed {}, lines {}",
-        server.hits(), t.requests, t.retries, t.errors, t.unparsable, answered, failed, rs.len()
+        "fault batch: server hits {}, at most {} at once, requests {}, retries {}, errors {}, unparsable {}, answered {}, failed {}, lines {}",
+        server.hits(), server.max_in_flight(), t.requests, t.retries, t.errors, t.unparsable, answered, failed, rs.len()
     );
     assert_eq!(rs.len(), 20, "one line per question");
     assert_eq!(unique.len(), 20, "no question twice");
@@ -154,7 +154,7 @@ async fn twenty_questions_under_faults_lose_and_duplicate_nothing() {
     // is accounted for: requests + failed calls + retries.
     assert_eq!(rs.iter().map(|r| r.requests).sum::<u64>(), t.requests);
     assert_eq!(server.hits() as u64, t.requests + t.errors + t.retries);
-    assert!(server.max_in_flight() <= 4);
+    assert!(server.max_in_flight() <= 4, "{}", server.max_in_flight());
 
     // Re-run: nothing to do. With --retry-failed the failures (and only they) run again.
     let again = qrmem::batch::run(&ctx, &input, &output, &options(dir.path(), false))

@@ -79,12 +79,13 @@ impl FaultServer {
                     max2.clone(),
                     fallback.clone(),
                 );
-                tokio::spawn(async move {
-                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    max_in_flight.fetch_max(now, Ordering::SeqCst);
-                    handle(stream, script, seen, fallback).await;
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
-                });
+                tokio::spawn(handle(
+                    stream,
+                    script,
+                    seen,
+                    fallback,
+                    Gauge(in_flight, max_in_flight),
+                ));
             }
         });
         FaultServer {
@@ -119,11 +120,46 @@ pub fn completion(content: &str, finish: &str) -> String {
     .to_string()
 }
 
+/// Counts requests the server is working on: from the moment a request has been read in full
+/// until its reply starts, or until the client is seen to have given up on it. Counting
+/// connections instead (accept to close) overcounts a client that respects its limit: a hang
+/// the client has timed out on, or a reply it has read while the server's task has not yet
+/// closed the socket, would still count while the client's next request arrives.
+struct Gauge(Arc<AtomicUsize>, Arc<AtomicUsize>);
+
+impl Gauge {
+    fn enter(&self) -> InFlight<'_> {
+        let now = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        self.1.fetch_max(now, Ordering::SeqCst);
+        InFlight(&self.0)
+    }
+}
+
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Resolves when the client closes its end of the connection (it has timed out or gone).
+async fn client_gone(stream: &mut TcpStream) {
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
 async fn handle(
     mut stream: TcpStream,
     script: Arc<Mutex<VecDeque<Behaviour>>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     fallback: Behaviour,
+    gauge: Gauge,
 ) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -162,7 +198,19 @@ async fn handle(
         respond(&mut stream, 200, None, &models).await;
         return;
     }
+    let working = gauge.enter();
     let behaviour = script.lock().unwrap().pop_front().unwrap_or(fallback);
+    if let Behaviour::Hang(d, _) = &behaviour {
+        // Hang, but stop counting the request once the client has given up on it.
+        let slept = tokio::select! {
+            _ = tokio::time::sleep(*d) => true,
+            _ = client_gone(&mut stream) => false,
+        };
+        if !slept {
+            return;
+        }
+    }
+    drop(working);
     match behaviour {
         Behaviour::Reply(c) => respond(&mut stream, 200, None, &completion(&c, "stop")).await,
         Behaviour::Body(b) => respond(&mut stream, 200, None, &b).await,
@@ -170,10 +218,7 @@ async fn handle(
         Behaviour::Status(code, retry_after, b) => {
             respond(&mut stream, code, retry_after, &b).await
         }
-        Behaviour::Hang(d, c) => {
-            tokio::time::sleep(d).await;
-            respond(&mut stream, 200, None, &completion(&c, "stop")).await
-        }
+        Behaviour::Hang(_, c) => respond(&mut stream, 200, None, &completion(&c, "stop")).await,
         Behaviour::Malformed(b) => respond(&mut stream, 200, None, &b).await,
         Behaviour::Drop => drop(stream),
         Behaviour::Empty => respond(&mut stream, 200, None, &completion("", "stop")).await,
