@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::fault_server::{Behaviour, FaultServer};
+use common::fault_server::{Behaviour, FaultServer, KeepAliveServer};
 use qrmem::config::{LlmConfig, Secret};
 use qrmem::llm::{ChatRequest, JsonSchema, Llm, Message, OpenAiClient, Policy, Sampling, Service};
 use qrmem::LlmError;
@@ -99,6 +99,28 @@ async fn retry_after_is_capped_by_backoff_max() {
     let started = Instant::now();
     client.chat(&request()).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_connection_idle_past_the_pool_limit_is_not_reused() {
+    // llama.cpp closes a kept-alive connection after 5 s idle; a client that reuses one as the
+    // server closes it sees "connection closed before message completed" and must retry. The
+    // client drops connections idle for 2 s, so the request after a pause opens a new one.
+    let server = KeepAliveServer::start(Duration::from_millis(500), "hi").await;
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let first = client.chat(&request()).await.unwrap();
+    let again = client.chat(&request()).await.unwrap();
+    assert_eq!((first.attempts, again.attempts), (1, 1));
+    let before = server.connections();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after_pause = client.chat(&request()).await.unwrap();
+    assert_eq!(after_pause.content, "hi");
+    assert_eq!(
+        (after_pause.attempts, server.closed_on_arrival()),
+        (1, 0),
+        "the stale connection was reused"
+    );
+    assert_eq!(server.connections(), before + 1);
 }
 
 #[tokio::test]

@@ -154,18 +154,13 @@ async fn client_gone(stream: &mut TcpStream) {
     }
 }
 
-async fn handle(
-    mut stream: TcpStream,
-    script: Arc<Mutex<VecDeque<Behaviour>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    fallback: Behaviour,
-    gauge: Gauge,
-) {
+/// Reads one request (head and body) from the stream; `None` if the client closes first.
+pub async fn read_request(stream: &mut TcpStream) -> Option<Seen> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let header_end = loop {
         match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -183,11 +178,24 @@ async fn handle(
         .unwrap_or(0);
     while buf.len() < header_end + length {
         match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
     let body = String::from_utf8_lossy(&buf[header_end..header_end + length]).to_string();
+    Some(Seen { head, body })
+}
+
+async fn handle(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Behaviour>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    fallback: Behaviour,
+    gauge: Gauge,
+) {
+    let Some(Seen { head, body }) = read_request(&mut stream).await else {
+        return;
+    };
     let path_is_models = head.starts_with("GET ") && head.contains("/models");
     seen.lock().unwrap().push(Seen {
         head: head.clone(),
@@ -253,4 +261,81 @@ async fn respond(stream: &mut TcpStream, code: u16, retry_after: Option<u32>, bo
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+/// A server that keeps connections alive, as llama.cpp's does (`Keep-Alive: timeout=5`), and
+/// whose keep-alive runs out exactly as a request arrives: a request that reaches a connection
+/// idle for longer than `stale_after` finds it closed (no answer), which is what a client sees
+/// when it reuses a pooled connection at the moment the server gives up on it.
+pub struct KeepAliveServer {
+    pub url: String,
+    connections: Arc<AtomicUsize>,
+    closed_on_arrival: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KeepAliveServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl KeepAliveServer {
+    pub async fn start(stale_after: Duration, content: &str) -> KeepAliveServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let closed_on_arrival = Arc::new(AtomicUsize::new(0));
+        let (conns, closed, body) = (
+            connections.clone(),
+            closed_on_arrival.clone(),
+            completion(content, "stop"),
+        );
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                conns.fetch_add(1, Ordering::SeqCst);
+                let (closed, body) = (closed.clone(), body.clone());
+                tokio::spawn(async move {
+                    let mut idle_since = std::time::Instant::now();
+                    while read_request(&mut stream).await.is_some() {
+                        if idle_since.elapsed() > stale_after {
+                            closed.fetch_add(1, Ordering::SeqCst);
+                            return;
+                        }
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nKeep-Alive: timeout=5, max=100\r\n\r\n",
+                            body.len()
+                        );
+                        if stream.write_all(head.as_bytes()).await.is_err()
+                            || stream.write_all(body.as_bytes()).await.is_err()
+                        {
+                            return;
+                        }
+                        idle_since = std::time::Instant::now();
+                    }
+                });
+            }
+        });
+        KeepAliveServer {
+            url: format!("http://{addr}/v1"),
+            connections,
+            closed_on_arrival,
+            task,
+        }
+    }
+
+    /// Connections the server accepted.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Requests that found their connection closed.
+    pub fn closed_on_arrival(&self) -> usize {
+        self.closed_on_arrival.load(Ordering::SeqCst)
+    }
 }
