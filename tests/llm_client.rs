@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::fault_server::{Behaviour, FaultServer, KeepAliveServer};
+use common::fault_server::{Behaviour, FaultServer, ImpatientServer, KeepAliveServer};
 use qrmem::config::{LlmConfig, Secret};
 use qrmem::llm::{ChatRequest, JsonSchema, Llm, Message, OpenAiClient, Policy, Sampling, Service};
 use qrmem::LlmError;
@@ -121,6 +121,23 @@ async fn a_connection_idle_past_the_pool_limit_is_not_reused() {
         "the stale connection was reused"
     );
     assert_eq!(server.connections(), before + 1);
+}
+
+#[tokio::test]
+async fn a_caller_that_blocks_its_runtime_does_not_stall_its_request() {
+    // llama.cpp closes a connection on which no request starts within 5 s. A caller whose
+    // runtime thread is busy with CPU work (here: its only thread, for 1.5 s) must not leave an
+    // opened connection silent that long: the exchange runs on the client's own I/O thread.
+    let server = ImpatientServer::start(Duration::from_millis(500), "hi");
+    let client = OpenAiClient::new(&config(vec![server.url.clone()]), Secret::default()).unwrap();
+    let req = request();
+    let chat = client.chat(&req);
+    tokio::pin!(chat);
+    assert!(futures::poll!(chat.as_mut()).is_pending());
+    std::thread::sleep(Duration::from_millis(1500));
+    let reply = chat.await.unwrap();
+    assert_eq!((reply.content.as_str(), reply.attempts), ("hi", 1));
+    assert_eq!(server.gave_up(), 0);
 }
 
 #[tokio::test]

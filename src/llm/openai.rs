@@ -5,6 +5,11 @@
 //! 429, 5xx, timeouts, dropped connections and malformed bodies with exponential backoff and full
 //! jitter, honouring `Retry-After`. The API key goes into the `Authorization` header and nowhere
 //! else: errors and logs carry URLs, statuses and bodies, never headers.
+//!
+//! Every HTTP exchange runs on the client's own I/O thread, not the caller's runtime: a caller
+//! whose runtime is busy with CPU work (embedding, index building) cannot leave an opened
+//! connection without its request past the server's patience (llama.cpp closes a connection
+//! that sends nothing for 5 s, and the request then fails as a dropped connection).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -95,13 +100,13 @@ impl RetryPolicy {
 /// A pooled connection idle this long is not reused. llama.cpp's server (and uvicorn's, under
 /// vLLM) close a kept-alive connection after 5 s idle; reusing one as the server closes it fails
 /// the request with "connection closed before message completed" and costs a retry with its
-/// backoff (1-5 times in 11 of 35 eval runs' logs on the development machine before this
-/// limit). A new loopback connection costs well under a millisecond.
+/// backoff. A new loopback connection costs well under a millisecond.
 const POOL_IDLE: Duration = Duration::from_secs(2);
 
 /// The OpenAI-compatible client.
 pub struct OpenAiClient {
     http: reqwest::Client,
+    io: IoThread,
     base_urls: Vec<String>,
     next_url: AtomicUsize,
     model: String,
@@ -140,6 +145,7 @@ impl OpenAiClient {
             .map_err(|e| LlmError::Request(format!("cannot build the HTTP client: {e}")))?;
         Ok(OpenAiClient {
             http,
+            io: IoThread::start()?,
             base_urls: config
                 .base_urls
                 .iter()
@@ -237,32 +243,15 @@ impl OpenAiClient {
             })?;
             // At the server from here until the body is read (or the attempt fails).
             let _slot = gauge.map(|g| SlotGuard(g, g.started()));
-            let response = builder
-                .send()
-                .await
-                .map_err(|e| (self.classify(url, &e), None))?;
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0);
-            if body.stream && status.is_success() {
-                // Dropping the response on a cut closes the connection, which stops the
-                // server's generation.
-                return read_stream(url, response, sampling)
-                    .await
-                    .map_err(|e| match e {
-                        StreamError::Transport(e) => (self.classify(url, &e), None),
-                        StreamError::Llm(e) => (e, None),
-                    });
+            let exchange = exchange(builder, url.to_string(), body.stream, sampling.clone());
+            match self.io.run(exchange).await {
+                Ok(Exchanged::Body(status, retry_after, text)) => (status, retry_after, text),
+                Ok(Exchanged::Streamed(reply)) => return Ok(reply),
+                Err((StreamError::Transport(e), retry_after)) => {
+                    return Err((self.classify(url, &e), retry_after))
+                }
+                Err((StreamError::Llm(e), retry_after)) => return Err((e, retry_after)),
             }
-            let text = response
-                .text()
-                .await
-                .map_err(|e| (self.classify(url, &e), retry_after))?;
-            (status, retry_after, text)
         };
         let (status, retry_after, text) = response;
         if !status.is_success() {
@@ -320,6 +309,107 @@ impl OpenAiClient {
                 message,
             }
         }
+    }
+}
+
+/// What one HTTP exchange brought back: a whole body with its status and `Retry-After`, or a
+/// streamed reply read to its end (or its repeat cut).
+enum Exchanged {
+    Body(reqwest::StatusCode, Option<f64>, String),
+    Streamed(ChatReply),
+}
+
+/// One request sent and its reply read, owning everything it needs so that it can run on the
+/// I/O thread. Errors carry the `Retry-After` the server sent with them, if any.
+async fn exchange(
+    builder: reqwest::RequestBuilder,
+    url: String,
+    stream: bool,
+    sampling: Sampling,
+) -> Result<Exchanged, (StreamError, Option<f64>)> {
+    let response = builder
+        .send()
+        .await
+        .map_err(|e| (StreamError::Transport(e), None))?;
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0);
+    if stream && status.is_success() {
+        // Dropping the response on a cut closes the connection, which stops the server's
+        // generation.
+        return read_stream(&url, response, &sampling)
+            .await
+            .map(Exchanged::Streamed)
+            .map_err(|e| (e, None));
+    }
+    let text = response
+        .text()
+        .await
+        .map_err(|e| (StreamError::Transport(e), retry_after))?;
+    Ok(Exchanged::Body(status, retry_after, text))
+}
+
+/// A one-thread tokio runtime that runs the client's HTTP exchanges (and so its connections,
+/// which hyper spawns on the runtime that opens them).
+struct IoThread(Option<tokio::runtime::Runtime>);
+
+impl IoThread {
+    fn start() -> Result<Self, LlmError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("qrmem-llm-io")
+            .enable_all()
+            .build()
+            .map(|rt| IoThread(Some(rt)))
+            .map_err(|e| LlmError::Request(format!("cannot start the HTTP I/O thread: {e}")))
+    }
+
+    /// Runs `exchange` on the I/O thread; dropping the returned future aborts it.
+    async fn run<T: Send + 'static>(
+        &self,
+        exchange: impl std::future::Future<Output = Result<T, (StreamError, Option<f64>)>>
+            + Send
+            + 'static,
+    ) -> Result<T, (StreamError, Option<f64>)> {
+        let Some(rt) = &self.0 else {
+            return Err((
+                StreamError::Llm(LlmError::Request("the client is shutting down".into())),
+                None,
+            ));
+        };
+        let mut task = AbortOnDrop(rt.spawn(exchange));
+        match (&mut task.0).await {
+            Ok(result) => result,
+            Err(e) => Err((
+                StreamError::Llm(LlmError::Request(format!(
+                    "the HTTP exchange did not finish: {e}"
+                ))),
+                None,
+            )),
+        }
+    }
+}
+
+impl Drop for IoThread {
+    fn drop(&mut self) {
+        // A runtime dropped inside another one's task would panic; this one may be.
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Aborts the exchange when the attempt that waits for it is dropped (a caller's timeout or
+/// cancellation), so that nothing runs on for a reply nobody reads.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -339,3 +339,72 @@ impl KeepAliveServer {
         self.closed_on_arrival.load(Ordering::SeqCst)
     }
 }
+
+/// A server on its own threads (so that a test may block its runtime) that, like llama.cpp's,
+/// closes a connection on which no request starts within `patience`, and answers every request
+/// that does start in time (`Connection: close`).
+pub struct ImpatientServer {
+    pub url: String,
+    gave_up: Arc<AtomicUsize>,
+}
+
+impl ImpatientServer {
+    pub fn start(patience: Duration, content: &str) -> ImpatientServer {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let gave_up = Arc::new(AtomicUsize::new(0));
+        let (counter, body) = (gave_up.clone(), completion(content, "stop"));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let (counter, body) = (counter.clone(), body.clone());
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    let _ = stream.set_read_timeout(Some(patience));
+                    match stream.read(&mut chunk) {
+                        Ok(0) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        Err(_) => {
+                            counter.fetch_add(1, Ordering::SeqCst);
+                            return; // closes the connection
+                        }
+                    }
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                    loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                            let length = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if buf.len() >= i + 4 + length {
+                                break;
+                            }
+                        }
+                        match stream.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes());
+                });
+            }
+        });
+        ImpatientServer {
+            url: format!("http://{addr}/v1"),
+            gave_up,
+        }
+    }
+
+    /// Connections closed because no request started on them in time.
+    pub fn gave_up(&self) -> usize {
+        self.gave_up.load(Ordering::SeqCst)
+    }
+}
