@@ -38,17 +38,20 @@ pub struct Seen {
     pub body: String,
 }
 
+/// A server's accept loop, stopped when the server is dropped.
+struct AcceptLoop(tokio::task::JoinHandle<()>);
+
+impl Drop for AcceptLoop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 pub struct FaultServer {
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
     max_in_flight: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _accept: AcceptLoop,
 }
 
 impl FaultServer {
@@ -92,7 +95,7 @@ impl FaultServer {
             url: format!("http://{addr}/v1"),
             seen,
             max_in_flight,
-            task,
+            _accept: AcceptLoop(task),
         }
     }
 
@@ -271,13 +274,7 @@ pub struct KeepAliveServer {
     pub url: String,
     connections: Arc<AtomicUsize>,
     closed_on_arrival: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for KeepAliveServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _accept: AcceptLoop,
 }
 
 impl KeepAliveServer {
@@ -325,7 +322,7 @@ impl KeepAliveServer {
             url: format!("http://{addr}/v1"),
             connections,
             closed_on_arrival,
-            task,
+            _accept: AcceptLoop(task),
         }
     }
 
@@ -340,9 +337,9 @@ impl KeepAliveServer {
     }
 }
 
-/// A server on its own threads (so that a test may block its runtime) that, like llama.cpp's,
-/// closes a connection on which no request starts within `patience`, and answers every request
-/// that does start in time (`Connection: close`).
+/// A server on its own thread and runtime (so that a test may block its own runtime) that, like
+/// llama.cpp's, closes a connection on which no request arrives within `patience`, and answers
+/// every request that does arrive in time.
 pub struct ImpatientServer {
     pub url: String,
     gave_up: Arc<AtomicUsize>,
@@ -350,52 +347,37 @@ pub struct ImpatientServer {
 
 impl ImpatientServer {
     pub fn start(patience: Duration, content: &str) -> ImpatientServer {
-        use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
         let addr = listener.local_addr().expect("local addr");
         let gave_up = Arc::new(AtomicUsize::new(0));
         let (counter, body) = (gave_up.clone(), completion(content, "stop"));
         std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let (counter, body) = (counter.clone(), body.clone());
-                std::thread::spawn(move || {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 8192];
-                    let _ = stream.set_read_timeout(Some(patience));
-                    match stream.read(&mut chunk) {
-                        Ok(0) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        Err(_) => {
-                            counter.fetch_add(1, Ordering::SeqCst);
-                            return; // closes the connection
-                        }
-                    }
-                    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                    loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                            let length = head
-                                .lines()
-                                .find_map(|l| l.strip_prefix("content-length:"))
-                                .and_then(|v| v.trim().parse::<usize>().ok())
-                                .unwrap_or(0);
-                            if buf.len() >= i + 4 + length {
-                                break;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the server's runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(listener).expect("tokio listener");
+                loop {
+                    let Ok((mut stream, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let (counter, body) = (counter.clone(), body.clone());
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(patience, read_request(&mut stream)).await {
+                            Ok(Some(_)) => respond(&mut stream, 200, None, &body).await,
+                            Ok(None) => {}
+                            // Dropping the stream closes the connection.
+                            Err(_) => {
+                                counter.fetch_add(1, Ordering::SeqCst);
                             }
                         }
-                        match stream.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = stream.write_all(reply.as_bytes());
-                });
-            }
+                    });
+                }
+            });
         });
         ImpatientServer {
             url: format!("http://{addr}/v1"),
@@ -403,7 +385,7 @@ impl ImpatientServer {
         }
     }
 
-    /// Connections closed because no request started on them in time.
+    /// Connections closed because no request arrived on them in time.
     pub fn gave_up(&self) -> usize {
         self.gave_up.load(Ordering::SeqCst)
     }
