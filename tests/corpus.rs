@@ -850,3 +850,116 @@ async fn add_with_llm_extracts_a_text_met_twice_in_a_group_once() {
     assert_eq!(llm.received().len(), once);
     assert_eq!(c.list().unwrap().len(), 1);
 }
+
+/// A document of the property test: two titled passages about people, places and works drawn
+/// from small shared vocabularies, so documents share titles, entities and words.
+fn random_doc(rng: &mut fastrand::Rng, n: usize) -> String {
+    const PEOPLE: [&str; 6] = [
+        "Ron Joyce",
+        "Tim Horton",
+        "Ada Lovelace",
+        "Giacomo Puccini",
+        "Marie Curie",
+        "Alan Turing",
+    ];
+    const PLACES: [&str; 5] = ["Hamilton", "Ontario", "London", "Paris", "Lucca"];
+    const WORKS: [&str; 4] = [
+        "Gianni Schicchi",
+        "Tim Hortons",
+        "the Analytical Engine",
+        "radium",
+    ];
+    let p = PEOPLE[rng.usize(..PEOPLE.len())];
+    let q = PLACES[rng.usize(..PLACES.len())];
+    let w = WORKS[rng.usize(..WORKS.len())];
+    let r = PLACES[rng.usize(..PLACES.len())];
+    format!(
+        "Passage 1:\n{p}\n{p} was born in {q} and is known for {w}, first shown in {r} (note {n}).\n\nPassage 2:\n{q}\n{q} is a city where {w} was made; {p} lived there {} years.",
+        rng.usize(2..40)
+    )
+}
+
+/// What every retriever returns for `queries` (the passages in order), and BM25's scores.
+fn rankings(c: &Corpus, queries: &[&str]) -> Vec<String> {
+    let bow = common::bow::Bow;
+    let mut out = Vec::new();
+    for q in queries {
+        let hits: Vec<(String, usize, String)> = c
+            .search(q, 5)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.doc, h.idx, format!("{:.6}", h.score)))
+            .collect();
+        out.push(format!("{q} search {hits:?}"));
+        for r in [
+            Retriever::Bm25,
+            Retriever::Bm25Hop,
+            Retriever::Dense,
+            Retriever::GraphStart,
+            Retriever::GraphHop,
+            Retriever::GraphOwnHop,
+        ] {
+            let ranked = c.rank(r, q, 5, Some(&bow)).unwrap();
+            out.push(format!("{q} {r} {ranked:?}"));
+        }
+    }
+    out
+}
+
+/// Remove means never added: after any sequence of adds and removes, every retriever's top 5
+/// (and BM25's scores) for every query, the passages and the assembled entities equal those of
+/// a corpus built from the remaining documents alone, added in another order.
+#[test]
+fn after_random_adds_and_removes_every_ranking_equals_a_fresh_build_of_what_remains() {
+    let queries = [
+        "Where was Ron Joyce born?",
+        "Which city made Gianni Schicchi?",
+        "Who lived in Lucca?",
+        "radium Paris Marie Curie",
+        "Ontario Tim Hortons",
+        "Analytical Engine London",
+    ];
+    let bow = common::bow::Bow;
+    for seed in 0..4u64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let docs: Vec<(String, String)> = (0..10)
+            .map(|i| (format!("d{i}.txt"), random_doc(&mut rng, i)))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path());
+        let mut present: Vec<usize> = Vec::new();
+        for _ in 0..16 {
+            let i = rng.usize(..docs.len());
+            if present.contains(&i) && rng.bool() {
+                c.remove(std::slice::from_ref(&docs[i].0)).unwrap();
+                present.retain(|&x| x != i);
+            } else if !present.contains(&i) {
+                c.add(&docs[i].0, &docs[i].1).unwrap();
+                present.push(i);
+            }
+        }
+        // Removed last, so the corpus's final step is a removal.
+        if let Some(&i) = present.first() {
+            c.remove(std::slice::from_ref(&docs[i].0)).unwrap();
+            present.remove(0);
+        }
+        c.embed_missing(&bow, 4, |_, _| {}).unwrap();
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let mut fresh = open(fresh_dir.path());
+        let mut order = present.clone();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        for &i in &order {
+            fresh.add(&docs[i].0, &docs[i].1).unwrap();
+        }
+        fresh.embed_missing(&bow, 4, |_, _| {}).unwrap();
+        assert_eq!(
+            c.entities().unwrap(),
+            fresh.entities().unwrap(),
+            "seed {seed}"
+        );
+        let (got, want) = (rankings(&c, &queries), rankings(&fresh, &queries));
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "seed {seed}, documents {present:?}");
+        }
+    }
+}

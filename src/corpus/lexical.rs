@@ -107,7 +107,9 @@ impl Lexical {
         Ok(())
     }
 
-    /// The `k` best passages for `query` by BM25: (document id, passage index, score).
+    /// The `k` best passages for `query` by BM25: (document id, passage index, score), best
+    /// first, equal scores by document id and passage (so the order does not depend on how the
+    /// passages happen to lie in the index's segments).
     pub(crate) fn search(
         &self,
         query: &str,
@@ -120,8 +122,9 @@ impl Lexical {
         let parser = QueryParser::for_index(&self.index, vec![self.text]);
         // Lenient: a question's quotes, colons and parentheses are words, not query syntax.
         let (q, _) = parser.parse_query_lenient(&escape(query));
+        // Twice k, so that passages tied at the k-th score are all seen before the cut.
         let top = searcher
-            .search(&q, &TopDocs::with_limit(k))
+            .search(&q, &TopDocs::with_limit(k.saturating_mul(2)))
             .map_err(|x| self.err(x))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
@@ -136,6 +139,11 @@ impl Lexical {
                 .unwrap_or(0);
             out.push((id.to_string(), i as usize, score));
         }
+        out.sort_by(|a, b| {
+            b.2.total_cmp(&a.2)
+                .then_with(|| (&a.0, a.1).cmp(&(&b.0, b.1)))
+        });
+        out.truncate(k);
         Ok(out)
     }
 

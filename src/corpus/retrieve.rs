@@ -98,7 +98,8 @@ pub(super) fn rank<C: CorpusStore + ?Sized>(
         let mut out = start_passages(c, question)?;
         let rank_of =
             |p: &(String, usize)| ranked.iter().position(|r| r == p).unwrap_or(usize::MAX);
-        out.sort_by_key(|p| rank_of(p));
+        // Equal ranks by the passage's id: the order never depends on the history of adds.
+        out.sort_by(|a, b| rank_of(a).cmp(&rank_of(b)).then_with(|| a.cmp(b)));
         for p in ranked {
             if !out.contains(&p) {
                 out.push(p);
@@ -186,6 +187,8 @@ fn best_homes<C: CorpusStore + ?Sized>(
             }
         }
     }
+    // By id, so BM25's ties fall the same way whatever order the documents were added in.
+    candidates.sort();
     let mut texts = Vec::with_capacity(candidates.len());
     for (doc, idx) in &candidates {
         texts.push(c.passage(doc, *idx)?.map(|p| p.text).unwrap_or_default());
@@ -252,6 +255,8 @@ fn own_passages<C: CorpusStore + ?Sized>(
         candidates.extend(c.titled(&title)?);
     }
     candidates.retain(|p| (p.doc.as_str(), p.idx) != (best.0.as_str(), best.1));
+    // By id, so BM25's ties fall the same way whatever order the documents were added in.
+    candidates.sort_by(|a, b| (&a.doc, a.idx).cmp(&(&b.doc, b.idx)));
     let texts: Vec<&str> = candidates.iter().map(|p| p.text.as_str()).collect();
     let order = Bm25::new(&texts).rank(question);
     Ok(order

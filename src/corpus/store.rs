@@ -717,7 +717,16 @@ impl CorpusStore for Corpus {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
-        self.lexical.apply(false, &ids, &[], generation)?;
+        // Rebuilt from the remaining passages, not deleted in place: tantivy keeps a deleted
+        // passage's document frequencies and length in BM25's statistics until its segment is
+        // merged (and a merge only estimates the lengths), so the removed text would still
+        // weigh in every score. Rebuilt, the index equals one built from the rest alone.
+        let all: Vec<(String, usize, String)> = self
+            .all_passages()?
+            .into_iter()
+            .map(|p| (p.doc, p.idx, p.text))
+            .collect();
+        self.lexical.apply(true, &[], &all, generation)?;
         Ok(ids)
     }
 
