@@ -575,6 +575,7 @@ pub async fn run(
                             &q.question,
                             &q.options,
                             None,
+                            &[],
                         )
                         .await;
                         let r = answer_record(

@@ -52,10 +52,11 @@ pub enum PromptId {
     GarlicSummary,
     GarlicCheck,
     GarlicAnswer,
+    ChainHop,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 21] = [
+    pub const ALL: [PromptId; 22] = [
         PromptId::Summary,
         PromptId::Extract,
         PromptId::ExtractNoQuestions,
@@ -77,6 +78,7 @@ impl PromptId {
         PromptId::GarlicSummary,
         PromptId::GarlicCheck,
         PromptId::GarlicAnswer,
+        PromptId::ChainHop,
     ];
 
     pub fn file(self) -> &'static str {
@@ -102,6 +104,7 @@ impl PromptId {
             PromptId::GarlicSummary => "garlic_summary.txt",
             PromptId::GarlicCheck => "garlic_check.txt",
             PromptId::GarlicAnswer => "garlic_answer.txt",
+            PromptId::ChainHop => "chain_hop.txt",
         }
     }
 
@@ -136,6 +139,7 @@ impl PromptId {
             PromptId::GarlicSummary => &["information"],
             PromptId::GarlicCheck => &["question", "information"],
             PromptId::GarlicAnswer => &[],
+            PromptId::ChainHop => &["facts", "passages", "question"],
         }
     }
 
@@ -164,6 +168,7 @@ impl PromptId {
             PromptId::GarlicSummary => include_str!("../prompts/garlic_summary.txt"),
             PromptId::GarlicCheck => include_str!("../prompts/garlic_check.txt"),
             PromptId::GarlicAnswer => include_str!("../prompts/garlic_answer.txt"),
+            PromptId::ChainHop => include_str!("../prompts/chain_hop.txt"),
         }
     }
 }

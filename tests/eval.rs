@@ -54,6 +54,7 @@ fn items() -> Vec<QaItem> {
         supporting: vec![],
         gold_spans: None,
         kind: None,
+        chain: Vec::new(),
     };
     vec![
         item("a", velden::DOC.to_string(), "Lucerne"),

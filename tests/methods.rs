@@ -200,6 +200,7 @@ async fn a_method_refuses_a_memory_of_another_kind_without_calling_the_llm() {
         window: Window::new(4096, 256),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let nav = Config::default().navigate;
     let memwalker = Prepared::Kt(Box::new(kt(Variant::MemWalker)));
@@ -264,6 +265,7 @@ async fn vanilla_middle_keeps_the_head_and_tail_and_records_both_spans() {
         window: Window::new(1024, 128),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let trace = methods::run(&spec, &ctx, &nav, &memory, "Is it long?", &[])
         .await
@@ -434,6 +436,7 @@ async fn shown_by(name: &str, memory: &Prepared, question: &str) -> (Trace, Stri
         window: Window::new(4096, 256),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let spec: MethodSpec = name.parse().unwrap();
     let t = methods::run(&spec, &ctx, &nav, memory, question, &[])
@@ -458,6 +461,7 @@ async fn the_oracle_rows_show_only_the_gold_evidence_and_need_it() {
         window: Window::new(4096, 256),
         answer: Default::default(),
         gold: Some(&gold),
+        chain: &[],
     };
     let sentences: MethodSpec = "gold-sentences".parse().unwrap();
     let t = methods::run(&sentences, &ctx, &nav, &memory, "Which colour?", &[])
@@ -575,6 +579,7 @@ async fn the_cooccurrence_memory_is_a_graph_like_any_other() {
         window: Window::new(4096, 256),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let spec: MethodSpec = "kn-cooccurrence".parse().unwrap();
     assert_eq!(spec.memory_kind(), MemoryKind::Cooccurrence);
@@ -649,6 +654,7 @@ async fn passage_rows_show_whole_passages_within_their_budget() {
         window: Window::new(4096, 256),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let spec: MethodSpec = "kn-cooccurrence-passages80".parse().unwrap();
     let t = methods::run(

@@ -423,6 +423,7 @@ async fn baseline(m: &Memory, name: &str, window: usize) -> (Trace, Arc<Scripted
         window: qrmem::answer::Window::new(window, 256),
         answer: Default::default(),
         gold: None,
+        chain: &[],
     };
     let t = qrmem::methods::answer(name.parse().unwrap(), &ctx, m, QUESTION, &[])
         .await

@@ -51,6 +51,8 @@ pub enum StepKind {
     Leaf,
     /// MemWalker going back up.
     Revert,
+    /// A chain hop: one fact read from the hop entity's passages, and the entity it leads to.
+    Hop,
 }
 
 impl StepKind {
@@ -72,6 +74,7 @@ impl StepKind {
             StepKind::Choose => "choose",
             StepKind::Leaf => "leaf",
             StepKind::Revert => "revert",
+            StepKind::Hop => "hop",
         }
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+pub use crate::methods::oracle::GoldHop;
 use crate::text::span::{self, Span};
 
 #[derive(Debug, Error)]
@@ -45,6 +46,11 @@ pub struct QaItem {
     /// the rows by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The question's gold path, hop by hop, where the dataset gives one: MuSiQue's
+    /// decomposition (sub-questions), 2WikiMultihopQA's `evidences` (triples); read only by the
+    /// oracle rows `gold-triples` and `gold-chain`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<GoldHop>,
 }
 
 /// A dataset's kind field as an item's kind: none where it is empty.
@@ -169,6 +175,9 @@ pub struct HotpotRaw {
     pub supporting_facts: Vec<(String, i64)>,
     #[serde(default, rename = "type")]
     pub kind: String,
+    /// 2WikiMultihopQA's gold path: (subject, relation, object) triples; HotpotQA has none.
+    #[serde(default)]
+    pub evidences: Vec<Vec<String>>,
 }
 
 /// The raw HotpotQA items (for the LongBench-style generator).
@@ -200,6 +209,42 @@ pub struct MultiHopRaw {
     pub supporting_titles: Vec<String>,
     /// The question type (HotpotQA, 2Wiki) or hop count (MuSiQue: "2hop", "3hop", "4hop").
     pub kind: String,
+    /// The gold path hop by hop (MuSiQue's decomposition, 2Wiki's evidences; empty for
+    /// HotpotQA), each hop's paragraph an index into `paragraphs`.
+    pub chain: Vec<RawHop>,
+}
+
+/// One hop of a gold path as the dataset gives it: [`GoldHop`] with its supporting paragraph
+/// as an index into the item's paragraphs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawHop {
+    pub question: String,
+    pub subject: String,
+    pub relation: String,
+    pub answer: String,
+    pub paragraph: Option<usize>,
+}
+
+impl RawHop {
+    /// The hop in a rendering whose sentence ranges are `ranges` (paragraph `p`'s in
+    /// `ranges[at[p]]`): its paragraph as a byte range.
+    pub fn placed(&self, at: &[usize], ranges: &[Vec<Span>]) -> GoldHop {
+        let span = self
+            .paragraph
+            .and_then(|p| gold_ranges(&[(p, None)], at, ranges).first().copied());
+        GoldHop {
+            question: self.question.clone(),
+            subject: self.subject.clone(),
+            relation: self.relation.clone(),
+            answer: self.answer.clone(),
+            span,
+        }
+    }
+}
+
+/// The gold path of every hop of `chain` in a rendering (see [`RawHop::placed`]).
+pub fn placed_chain(chain: &[RawHop], at: &[usize], ranges: &[Vec<Span>]) -> Vec<GoldHop> {
+    chain.iter().map(|h| h.placed(at, ranges)).collect()
 }
 
 impl From<HotpotRaw> for MultiHopRaw {
@@ -216,6 +261,19 @@ impl From<HotpotRaw> for MultiHopRaw {
         let mut supporting_titles: Vec<String> =
             r.supporting_facts.iter().map(|(t, _)| t.clone()).collect();
         supporting_titles.dedup();
+        // A 2Wiki triple's paragraph is the one titled with its subject.
+        let chain = r
+            .evidences
+            .iter()
+            .filter(|t| t.len() == 3)
+            .map(|t| RawHop {
+                question: String::new(),
+                subject: t[0].clone(),
+                relation: t[1].clone(),
+                answer: t[2].clone(),
+                paragraph: titles.iter().position(|x| *x == t[0]),
+            })
+            .collect();
         MultiHopRaw {
             id: r.id,
             question: r.question,
@@ -224,6 +282,7 @@ impl From<HotpotRaw> for MultiHopRaw {
             gold,
             supporting_titles,
             kind: r.kind,
+            chain,
         }
     }
 }
@@ -307,7 +366,6 @@ pub fn load_2wiki_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
 
 #[derive(Deserialize)]
 struct MusiqueParagraph {
-    #[allow(dead_code)]
     idx: usize,
     title: String,
     paragraph_text: String,
@@ -322,6 +380,16 @@ struct MusiqueLine {
     #[serde(default)]
     answer_aliases: Vec<String>,
     paragraphs: Vec<MusiqueParagraph>,
+    #[serde(default)]
+    question_decomposition: Vec<MusiqueHop>,
+}
+
+/// One sub-question of MuSiQue's decomposition (`#k` in it stands for hop k's answer).
+#[derive(Deserialize)]
+struct MusiqueHop {
+    question: String,
+    answer: String,
+    paragraph_support_idx: Option<usize>,
 }
 
 /// MuSiQue-Ans jsonl (`id, paragraphs: [{idx, title, paragraph_text, is_supporting}],
@@ -374,6 +442,19 @@ pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
             };
             let mut answers = vec![m.answer];
             answers.extend(m.answer_aliases);
+            // A hop's paragraph is named by its `idx`, not its position.
+            let chain = m
+                .question_decomposition
+                .iter()
+                .map(|h| RawHop {
+                    question: h.question.clone(),
+                    answer: h.answer.clone(),
+                    paragraph: h
+                        .paragraph_support_idx
+                        .and_then(|i| m.paragraphs.iter().position(|p| p.idx == i)),
+                    ..RawHop::default()
+                })
+                .collect();
             Ok(MultiHopRaw {
                 id: m.id,
                 question: m.question,
@@ -386,6 +467,7 @@ pub fn load_musique_raw(path: &Path) -> Result<Vec<MultiHopRaw>, DatasetError> {
                 gold,
                 supporting_titles,
                 kind,
+                chain,
             })
         })
         .collect()
@@ -399,6 +481,7 @@ pub fn multihop_items(raw: Vec<MultiHopRaw>, dataset: &str) -> Vec<QaItem> {
             let (context, ranges) = render_sentences(&r.paragraphs);
             let at: Vec<usize> = (0..r.paragraphs.len()).collect();
             let gold = gold_ranges(&r.gold, &at, &ranges);
+            let chain = placed_chain(&r.chain, &at, &ranges);
             QaItem {
                 id: r.id,
                 dataset: dataset.to_string(),
@@ -410,6 +493,7 @@ pub fn multihop_items(raw: Vec<MultiHopRaw>, dataset: &str) -> Vec<QaItem> {
                 supporting: r.supporting_titles,
                 gold_spans: Some(gold),
                 kind: kind_of(&r.kind),
+                chain,
             }
         })
         .collect()
@@ -442,6 +526,7 @@ pub fn load_hotpot(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 supporting,
                 gold_spans: Some(gold),
                 kind: kind_of(&r.kind),
+                chain: Vec::new(),
             }
         })
         .collect())
@@ -492,6 +577,7 @@ pub fn load_longbench(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 },
                 // Written by `qrmem data longbench-style` (the source's question type or hops).
                 kind: v.get("type").and_then(|t| t.as_str()).and_then(kind_of),
+                chain: Vec::new(),
             })
         })
         .collect()
@@ -581,6 +667,7 @@ pub fn load_leval(path: &Path, dataset: &str) -> Result<Vec<QaItem>, DatasetErro
                 supporting: vec![],
                 gold_spans: None,
                 kind: None,
+                chain: Vec::new(),
             });
         }
     }
@@ -656,6 +743,7 @@ pub fn load_quality_flat(path: &Path) -> Result<Vec<QaItem>, DatasetError> {
                 supporting: vec![],
                 gold_spans: None,
                 kind: None,
+                chain: Vec::new(),
             });
         }
     }

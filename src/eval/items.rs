@@ -45,6 +45,7 @@ fn long_items(
             supporting: l.supporting_titles,
             gold_spans: Some(l.supporting_spans),
             kind: super::datasets::kind_of(&l.kind),
+            chain: l.chain,
         })
         .collect()
 }

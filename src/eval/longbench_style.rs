@@ -7,7 +7,9 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::datasets::{gold_ranges, render_sentences, HotpotRaw, MultiHopRaw};
+use super::datasets::{
+    gold_ranges, placed_chain, render_sentences, GoldHop, HotpotRaw, MultiHopRaw,
+};
 use crate::text::Span;
 
 /// The `dataset` label of generated items.
@@ -30,6 +32,10 @@ pub struct LongItem {
     /// The source's question type (HotpotQA, 2Wiki) or hop count (MuSiQue); none when empty.
     #[serde(rename = "type", skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The gold path in `context` (MuSiQue's decomposition, 2Wiki's triples); not written to
+    /// the jsonl, whose fields are LongBench's.
+    #[serde(skip)]
+    pub chain: Vec<GoldHop>,
 }
 
 fn words(s: &str) -> usize {
@@ -115,6 +121,7 @@ pub fn generate_multihop(
                 paragraphs.into_iter().map(|(t, x, _)| (t, x)).collect();
             let (context, ranges) = render_sentences(&rendered);
             let spans = gold_ranges(&it.gold, &at, &ranges);
+            let chain = placed_chain(&it.chain, &at, &ranges);
             LongItem {
                 input: it.question.clone(),
                 context,
@@ -126,6 +133,7 @@ pub fn generate_multihop(
                 supporting_titles: it.supporting_titles.clone(),
                 supporting_spans: spans,
                 kind: it.kind.clone(),
+                chain,
             }
         })
         .collect()

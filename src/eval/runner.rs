@@ -364,6 +364,7 @@ pub async fn run(
                                     &item.question,
                                     &item.options,
                                     item.gold_spans.as_deref(),
+                                    &item.chain,
                                 )
                                 .await;
                                 (a.outcome.map_err(|e| e.to_string()), a.cost, a.wall_secs)
@@ -667,6 +668,7 @@ mod tests {
             supporting: vec![],
             gold_spans: None,
             kind: None,
+            chain: Vec::new(),
         }
     }
 

@@ -286,7 +286,7 @@ pub async fn navigate_corpus(
     }
     let mut trace = super::run(
         spec,
-        &ctx.ctx(None),
+        &ctx.ctx(None, &[]),
         &ctx.config.navigate,
         &prepared,
         question,

@@ -241,7 +241,12 @@ fn rank_units(
 /// passage is the own passage of a name the first start unit holds when its title occurs there
 /// as whole words. The start is the best unit, or with `own` the passages titled with names
 /// `question` holds (the best unit where it holds none).
-fn hop_by_title(memory: &Memory, question: &str, own: bool, ranked: &[(usize, f32)]) -> Vec<usize> {
+pub(super) fn hop_by_title(
+    memory: &Memory,
+    question: &str,
+    own: bool,
+    ranked: &[(usize, f32)],
+) -> Vec<usize> {
     use crate::text::passages::{hop, own_units, unit_titles};
     let order: Vec<usize> = ranked.iter().map(|&(u, _)| u).collect();
     let titles = unit_titles(&memory.segments);

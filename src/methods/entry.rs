@@ -140,7 +140,7 @@ pub async fn ask(
     let nav = &config.navigate;
     let trace = run(
         &spec,
-        &ctx.ctx(None),
+        &ctx.ctx(None, &[]),
         nav,
         &prepared,
         &req.question,

@@ -4,17 +4,25 @@
 //! that hold them, whole. Their F1 is what the answer step reaches when retrieval is perfect
 //! (LongBench and GraphReader call it "golden").
 //!
-//! Only the eval harness knows an item's gold evidence (`Ctx::gold`); elsewhere, and for a
-//! dataset without sentence-level evidence, these methods fail with
+//! The path rows read the question's gold path (`Ctx::chain`, issue 88): `gold-triples` shows
+//! only its triples (2WikiMultihopQA's `evidences`, e.g. `Lothair II | mother | Ermengarde of
+//! Tours`); `gold-chain` answers one hop at a time, each hop's sub-question (MuSiQue's
+//! decomposition with `#k` replaced by the model's answer to hop k; for a triple, "What is the
+//! {relation} of {subject}?", a subject that is an earlier hop's object replaced by the model's
+//! answer to it) over that hop's own gold paragraph, then the question from the hops' answers.
+//!
+//! Only the eval harness knows an item's gold evidence (`Ctx::gold`, `Ctx::chain`); elsewhere,
+//! and for a dataset without such evidence, these methods fail with
 //! [`MethodError::NoGoldEvidence`] before any LLM call.
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use super::baseline::{one_prompt_answer, ShownText};
 use super::method::{wrong_memory, Family, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
-use crate::answer::{AnswerError, Trace};
+use crate::answer::{answer_step, AnswerError, Step, StepKind, Trace};
 use crate::config::NavigateConfig;
 use crate::text::sentences::Sentences;
 use crate::text::{excerpt, Span};
@@ -26,13 +34,60 @@ pub enum Oracle {
     GoldSentences,
     /// The passages holding a gold sentence, whole.
     GoldPassages,
+    /// The gold path's triples alone.
+    GoldTriples,
+    /// One hop at a time along the gold path, each over its own gold paragraph.
+    GoldChain,
+}
+
+/// One hop of a question's gold path: a sub-question (MuSiQue) or a triple (2Wiki), its
+/// answer, and its supporting paragraph in the document.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GoldHop {
+    /// The sub-question, `#k` standing for hop k's answer; empty for a triple.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub question: String,
+    /// The triple's subject and relation; empty for a sub-question.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub relation: String,
+    /// The sub-question's answer, or the triple's object.
+    pub answer: String,
+    /// The byte range of the hop's supporting paragraph, where the document holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<Span>,
+}
+
+impl GoldHop {
+    /// The hop's sub-question given the model's answers to the hops before it (`earlier`,
+    /// beside their gold hops `path`): MuSiQue's with `#k` replaced, or "What is the relation
+    /// of subject?" for a triple.
+    pub fn sub_question(&self, path: &[GoldHop], earlier: &[String]) -> String {
+        if !self.question.is_empty() {
+            let mut q = self.question.clone();
+            // #10 before #1, so a longer placeholder is never cut by a shorter one.
+            for k in (1..=earlier.len()).rev() {
+                q = q.replace(&format!("#{k}"), &earlier[k - 1]);
+            }
+            return q;
+        }
+        let subject = path
+            .iter()
+            .zip(earlier)
+            .find(|(h, _)| h.answer == self.subject)
+            .map_or(self.subject.as_str(), |(_, a)| a.as_str());
+        format!("What is the {} of {subject}?", self.relation)
+    }
 }
 
 pub const FAMILY: Family = Family {
-    names: "gold-sentences, gold-passages",
+    names: "gold-sentences, gold-passages, gold-triples (2Wiki: the gold path's triples alone), gold-chain (one hop at a time along the gold path, each over its own gold paragraph)",
     parse: |name| match name {
         "gold-sentences" => Some(MethodSpec::new(Oracle::GoldSentences)),
         "gold-passages" => Some(MethodSpec::new(Oracle::GoldPassages)),
+        "gold-triples" => Some(MethodSpec::new(Oracle::GoldTriples)),
+        "gold-chain" => Some(MethodSpec::new(Oracle::GoldChain)),
         _ => None,
     },
 };
@@ -43,6 +98,8 @@ impl Method for Oracle {
         match self {
             Oracle::GoldSentences => "gold-sentences".into(),
             Oracle::GoldPassages => "gold-passages".into(),
+            Oracle::GoldTriples => "gold-triples".into(),
+            Oracle::GoldChain => "gold-chain".into(),
         }
     }
 
@@ -63,6 +120,9 @@ impl Method for Oracle {
         };
         if question.trim().is_empty() {
             return Err(AnswerError::EmptyQuestion.into());
+        }
+        if matches!(self, Oracle::GoldTriples | Oracle::GoldChain) {
+            return self.along_path(ctx, memory, question, options).await;
         }
         let gold = match ctx.gold {
             Some(g) if !g.is_empty() => g,
@@ -91,12 +151,106 @@ impl Method for Oracle {
     }
 }
 
-/// What `oracle` shows of `document` for the gold sentence ranges `gold`.
+impl Oracle {
+    /// `gold-triples` and `gold-chain` over the question's gold path.
+    async fn along_path(
+        &self,
+        ctx: &Ctx<'_>,
+        memory: &crate::memory::Memory,
+        question: &str,
+        options: &[String],
+    ) -> Result<Trace, MethodError> {
+        let path = ctx.chain;
+        let triples = path.iter().all(|h| !h.subject.is_empty());
+        if path.is_empty() || (*self == Oracle::GoldTriples && !triples) {
+            return Err(MethodError::NoGoldEvidence {
+                method: self.name(),
+            });
+        }
+        let before = ctx.llm.ledger().snapshot().total();
+        if *self == Oracle::GoldTriples {
+            let text = path
+                .iter()
+                .map(|h| format!("{} | {} | {}", h.subject, h.relation, h.answer))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let shown = ShownText {
+                text,
+                segments: Vec::new(),
+                spans: Vec::new(),
+                note: format!("gold-triples: {} triple(s)", path.len()),
+            };
+            return Ok(
+                one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?,
+            );
+        }
+        let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
+        let all_gold: Vec<Span> = path.iter().filter_map(|h| h.span).collect();
+        let mut answers: Vec<String> = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
+        let mut read: Vec<Span> = Vec::new();
+        for (k, hop) in path.iter().enumerate() {
+            let sub = hop.sub_question(&path[..k], &answers);
+            // The hop's own paragraph; every hop's where the document does not hold its own.
+            let spans = hop.span.map_or_else(|| all_gold.clone(), |s| vec![s]);
+            let shown = shown(Oracle::GoldPassages, &document, &spans);
+            let a = answer_step(
+                ctx.llm,
+                ctx.prompts,
+                &sub,
+                &shown.text,
+                Vec::new(),
+                String::new(),
+            )
+            .await?;
+            read.extend(shown.spans.iter().copied());
+            steps.push(Step {
+                kind: StepKind::Hop,
+                reason: format!("{sub} -> {}", a.answer.trim()),
+                note: format!(
+                    "hop {}: {} token(s) of its gold paragraph",
+                    k + 1,
+                    shown.tokens
+                ),
+                ..Step::default()
+            });
+            answers.push(a.answer.trim().to_string());
+        }
+        let text = path
+            .iter()
+            .enumerate()
+            .map(|(k, h)| {
+                format!(
+                    "Sub-question {}: {}\nAnswer: {}",
+                    k + 1,
+                    h.sub_question(&path[..k], &answers[..k]),
+                    answers[k]
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let shown = ShownText {
+            text,
+            segments: Vec::new(),
+            spans: Vec::new(),
+            note: format!("gold-chain: the answers of {} hop(s)", path.len()),
+        };
+        let mut trace =
+            one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
+        steps.append(&mut trace.steps);
+        trace.steps = steps;
+        trace.read_spans = crate::text::span::merge(read);
+        Ok(trace)
+    }
+}
+
+/// What `oracle` shows of `document` for the gold sentence ranges `gold` (`gold-sentences`
+/// and `gold-passages`; the path rows show passages as `gold-passages` does).
 pub fn shown(oracle: Oracle, document: &str, gold: &[Span]) -> excerpt::Excerpt {
     let index = Sentences::of(document);
     match oracle {
         Oracle::GoldSentences => excerpt::of_spans(document, &index, gold),
-        Oracle::GoldPassages => {
+        Oracle::GoldPassages | Oracle::GoldTriples | Oracle::GoldChain => {
             // Each passage holding a gold sentence, from its header to its body's end; a gold
             // sentence outside any passage is shown alone.
             let mut ranges: Vec<Span> = gold

@@ -43,8 +43,13 @@ impl Scope {
 
     /// What a method answers with on this scope: `rt`'s prompts and embedder, the window of
     /// its configuration, and the question's gold evidence where the harness has it.
-    pub fn ctx<'a>(&'a self, rt: &Runtime<'a>, gold: Option<&'a [crate::text::Span]>) -> Ctx<'a> {
-        self.runtime(rt).ctx(gold)
+    pub fn ctx<'a>(
+        &'a self,
+        rt: &Runtime<'a>,
+        gold: Option<&'a [crate::text::Span]>,
+        chain: &'a [super::oracle::GoldHop],
+    ) -> Ctx<'a> {
+        self.runtime(rt).ctx(gold, chain)
     }
 
     /// What the scope's calls cost so far, and the seconds since it started.
@@ -74,9 +79,11 @@ pub async fn ask_scoped(
     question: &str,
     options: &[String],
     gold: Option<&[crate::text::Span]>,
+    chain: &[super::oracle::GoldHop],
 ) -> Asked {
     let scope = Scope::of(rt);
-    let outcome = super::run(spec, &scope.ctx(rt, gold), nav, memory, question, options).await;
+    let ctx = scope.ctx(rt, gold, chain);
+    let outcome = super::run(spec, &ctx, nav, memory, question, options).await;
     let (cost, wall_secs) = scope.spent();
     Asked {
         outcome,

@@ -594,7 +594,11 @@ impl<'a> Runtime<'a> {
     /// What a method answers with on this runtime: its LLM, prompts and embedder, the window
     /// of its configuration's `[navigate]` and its `[answer]`, and the question's gold evidence
     /// where the harness has it.
-    pub fn ctx(&self, gold: Option<&'a [crate::text::Span]>) -> super::Ctx<'a> {
+    pub fn ctx(
+        &self,
+        gold: Option<&'a [crate::text::Span]>,
+        chain: &'a [super::oracle::GoldHop],
+    ) -> super::Ctx<'a> {
         super::Ctx {
             llm: self.llm,
             prompts: self.prompts,
@@ -602,6 +606,7 @@ impl<'a> Runtime<'a> {
             window: crate::answer::Window::of(&self.config.navigate),
             answer: self.config.answer,
             gold,
+            chain,
         }
     }
 }
