@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The main job on the local default: installs the local LLM and the embedder (first run ~12 min,
-# cached after),
-# builds qrmem, starts the server if it is not running, answers the question in
-# data/sample/question.txt over data/sample/velden.txt with `qrmem ask --doc` (memory
-# construction, then QRMeM-KN navigation), prints the answer, the trace summary and the ledger,
-# and stops the server again if it started it.
+# The main job on the local default: installs the local LLM and the embedder (first run about
+# 21 minutes on 2 cores, 13 of them compiling llama.cpp's server; cached after), builds qrmem,
+# starts the server if it is not running, answers the question in data/sample/question.txt over
+# data/sample/velden.txt with `qrmem ask --doc` and the default preset (`fast`: no LLM build, one
+# call), prints the answer, the trace summary and the ledger, and stops the server again if it
+# started it.
 #
-# Usage: scripts/quickstart.sh [--model 0.5b|1.5b|135m] [more qrmem ask flags, e.g. --method ges]
+# Usage: scripts/quickstart.sh [--model 0.5b|1.5b|135m] [more qrmem ask flags, e.g. --preset qrmem-paper]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=0.5b

@@ -58,6 +58,8 @@ pub(crate) enum Command {
     Build(BuildArgs),
     /// Answers a question over a memory (or a document, building its memory first).
     Ask(AskArgs),
+    /// Lists the presets (named configurations, the default first) and the method grammar.
+    Methods,
     /// Answers every question of a jobs file (one JSON job per line) into an output file;
     /// resumable. Exit status 0 when every question was answered, 2 when some failed or were
     /// invalid (see their lines), 1 when the run could not start.
@@ -308,12 +310,16 @@ pub(crate) struct AskArgs {
     /// A multiple-choice option (repeat, in order A, B, C, ...): the answer is the letter.
     #[arg(long = "option")]
     pub(crate) options: Vec<String>,
-    /// kn (Algorithm 1), ges (Graph Expansion Search), te (Entity Trial), a baseline
-    /// (bm25-topK, contriever-topK, vanilla-left, vanilla-right, vanilla-middle, full), or a
-    /// seed system (summary-tree, knowledge-tree, memwalker, garlic). Default: the memory's own
-    /// (a tree's or GARLIC's), else the configuration's navigator.
-    #[arg(long)]
+    /// A method of the grammar (`qrmem methods` lists it): kn, ges, te and their modifiers,
+    /// a baseline (bm25-own-hop-passages400, bm25-top3, ...), chain-passagesN, or a seed
+    /// system (summary-tree, knowledge-tree, memwalker, garlic). Default: the preset.
+    #[arg(long, conflicts_with = "preset")]
     pub(crate) method: Option<String>,
+    /// A named configuration (`qrmem methods` lists them): fast (the default with --doc),
+    /// qrmem-paper, qrmem-best, qrmem-no-build, chain. With --memory and neither flag, the
+    /// memory's own method (a tree's or GARLIC's, else the configuration's navigator).
+    #[arg(long)]
+    pub(crate) preset: Option<String>,
     #[arg(long)]
     pub(crate) max_trials: Option<usize>,
     /// Ablation: score edges with the question only.
@@ -339,9 +345,13 @@ pub(crate) struct BatchArgs {
     /// Answers, one JSON line per question; re-running skips the questions already there.
     #[arg(long, value_name = "FILE")]
     pub(crate) output: PathBuf,
-    /// kn (default from the configuration), ges, te, an ablation or a baseline.
-    #[arg(long)]
+    /// A method of the grammar (`qrmem methods`); default: the preset.
+    #[arg(long, conflicts_with = "preset")]
     pub(crate) method: Option<String>,
+    /// A named configuration (`qrmem methods`; default fast: one call per question, no LLM
+    /// build).
+    #[arg(long, conflicts_with = "corpus")]
+    pub(crate) preset: Option<String>,
     /// Where built memories are kept, keyed by document content (default ~/.cache/qrmem/memories).
     #[arg(long, value_name = "DIR")]
     pub(crate) memory_dir: Option<PathBuf>,

@@ -18,7 +18,7 @@ use qrmem::doctor;
 use qrmem::embed::{Embedder, Unavailable};
 use qrmem::eval::experiment::{self, Plan, Request};
 use qrmem::llm::{LedgerSnapshot, Service};
-use qrmem::methods::{self, MethodSpec, Runtime, Tuning};
+use qrmem::methods::{self, presets, MethodSpec, Runtime, Tuning};
 use qrmem::prompts::Prompts;
 
 use args::{
@@ -165,6 +165,18 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
         return corpus_cmd::ask(config, dir, args).await;
     }
     let mut config = config.clone();
+    // --method, else --preset, else (with --doc) the default preset; with --memory and
+    // neither, the memory's own method.
+    let preset = match (&args.preset, &args.method, &args.doc) {
+        (Some(name), _, _) => Some(presets::preset(name).map_err(anyhow::Error::msg)?),
+        (None, None, Some(_)) => {
+            Some(presets::preset(presets::DEFAULT).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
+    if let Some(t) = preset.and_then(|p| p.trials) {
+        config.navigate.max_trials = t;
+    }
     if let Some(n) = args.max_trials {
         config.navigate.max_trials = n;
     }
@@ -184,7 +196,10 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
         source,
         question: args.question.clone(),
         options: args.options.clone(),
-        method: args.method.clone(),
+        method: args
+            .method
+            .clone()
+            .or_else(|| preset.map(|p| p.method.to_string())),
         no_reflection: args.no_reflection,
         no_navigation: args.no_navigation,
         tuning: Tuning {
@@ -227,15 +242,19 @@ async fn ask(config: &Config, args: &AskArgs) -> Result<()> {
 }
 
 async fn batch(config: &Config, args: &BatchArgs) -> Result<ExitCode> {
+    let mut config = config.clone();
     let method: MethodSpec = match &args.method {
         Some(m) => m.parse().map_err(anyhow::Error::msg)?,
-        None => config
-            .navigate
-            .method
-            .as_str()
-            .parse()
-            .map_err(anyhow::Error::msg)?,
+        None => {
+            let p = presets::preset(args.preset.as_deref().unwrap_or(presets::DEFAULT))
+                .map_err(anyhow::Error::msg)?;
+            if let Some(t) = p.trials {
+                config.navigate.max_trials = t;
+            }
+            p.spec().map_err(anyhow::Error::msg)?
+        }
     };
+    let config = &config;
     let prompts = Prompts::load()?;
     let svc = Service::from_config(config)?;
     let embedder = qrmem::embed::from_config(config).context("loading the embedder")?;
@@ -356,6 +375,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Build(args) => build(&config, args).await.map(|()| ExitCode::SUCCESS),
         Command::Ask(args) => ask(&config, args).await.map(|()| ExitCode::SUCCESS),
+        Command::Methods => {
+            outln!("Presets (--preset NAME; the first is the default of ask --doc and batch):\n");
+            outln!("{}", presets::table());
+            outln!("The grammar (--method NAME), family by family:\n");
+            for names in methods::method_families() {
+                outln!("- {names}\n");
+            }
+            outln!("Measured F1 of each preset and row: README.md (Results) and eval/README.md.");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Batch(args) => batch(&config, args).await,
         Command::Eval(args) => eval(&config, &cli.global, args).await,
         Command::Compare {

@@ -298,6 +298,8 @@ fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
         question.trim(),
         "--segment-tokens",
         "150",
+        "--preset",
+        "qrmem-paper",
     ]
     .map(std::ffi::OsStr::new);
     let (stdout, stderr, trace) = ask_traced(llm, dir.path(), &args, &[]);
@@ -317,6 +319,29 @@ fn ask_answers_over_the_sample_with_a_trace_covering_both_paragraphs() {
         "both supporting paragraphs: {used:?}\n{stderr}"
     );
     assert!(trace["steps"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn ask_with_neither_method_nor_preset_runs_the_fast_preset_in_one_call() {
+    let _guard = serial();
+    let Some(llm) = local_llm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let question = std::fs::read_to_string(format!("{root}/data/sample/question.txt")).unwrap();
+    let doc = format!("{root}/data/sample/velden.txt");
+    let args =
+        ["ask", "--doc", doc.as_str(), "--question", question.trim()].map(std::ffi::OsStr::new);
+    let (stdout, stderr, trace) = ask_traced(llm, dir.path(), &args, &[]);
+    assert_eq!(trace["method"], "bm25-own-hop-passages400", "{stderr}");
+    assert_eq!(trace["answer"].as_str().unwrap().trim(), stdout.trim());
+    // One answer call and no build: the ledger's one request, and no graph step.
+    assert_eq!(
+        trace["requests"].as_u64().unwrap() + trace["cache_hits"].as_u64().unwrap(),
+        1
+    );
+    assert!(!stderr.contains("extract"), "{stderr}");
+    let used = trace["segments_used"].as_array().unwrap();
+    assert_eq!(used.len(), 2, "both paragraphs fit 400 tokens: {used:?}");
 }
 
 /// Two HotpotQA dev items cut to their two gold paragraphs (one segment each), written in the

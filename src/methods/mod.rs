@@ -12,12 +12,14 @@
 
 mod across;
 pub mod baseline;
+pub mod chain;
 mod entry;
 pub mod garlic;
 pub mod knowledge_tree;
 pub mod method;
 pub mod navigators;
 pub mod oracle;
+pub mod presets;
 mod registry;
 mod scope;
 mod spec;
@@ -32,7 +34,7 @@ pub use across::{
 pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
 pub use method::{answer as run, Method, MethodSpec, Recorded};
-pub use registry::method_names;
+pub use registry::{method_families, method_names};
 pub use scope::{ask_scoped, Asked, Scope};
 pub use spec::{
     load_prepared, open, prepare, prepare_with, save, MemoryFormat, MemoryKind, MethodError,
@@ -58,4 +60,7 @@ pub struct Ctx<'a> {
     /// The byte ranges of the question's gold supporting sentences in the document, where the
     /// dataset gives them (`qrmem eval` only; None elsewhere).
     pub gold: Option<&'a [crate::text::Span]>,
+    /// The question's gold path hop by hop, where the dataset gives one (`qrmem eval` only;
+    /// empty elsewhere): read only by `gold-triples` and `gold-chain`.
+    pub chain: &'a [oracle::GoldHop],
 }

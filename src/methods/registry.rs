@@ -10,12 +10,18 @@ use super::method::{Family, MethodSpec};
 pub const FAMILIES: &[&Family] = &[
     &super::navigators::FAMILY,
     &super::baseline::FAMILY,
+    &super::chain::FAMILY,
     &super::vanilla_middle::FAMILY,
     &super::oracle::FAMILY,
     &super::summary_tree::FAMILY,
     &super::knowledge_tree::FAMILY,
     &super::garlic::FAMILY,
 ];
+
+/// Each family's names, in the registry's order (`qrmem methods`).
+pub fn method_families() -> Vec<&'static str> {
+    FAMILIES.iter().map(|f| f.names).collect()
+}
 
 /// The names of every method, comma-separated.
 pub fn method_names() -> String {

@@ -339,9 +339,16 @@ impl Report {
                     ""
                 }
             );
-            let mut cols = vec!["method", "max trials", "questions", "|E_s|", "|S_imp|"];
+            // Escaped: an unescaped `|` splits a cell where tables render.
+            let mut cols = vec![
+                "method",
+                "max trials",
+                "questions",
+                "\\|E_s\\|",
+                "\\|S_imp\\|",
+            ];
             if ranked {
-                cols.push("|S_imp| kept");
+                cols.push("\\|S_imp\\| kept");
             }
             cols.extend([
                 "checks/q",
