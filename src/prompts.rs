@@ -53,10 +53,11 @@ pub enum PromptId {
     GarlicCheck,
     GarlicAnswer,
     ChainHop,
+    ChainDecompose,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 22] = [
+    pub const ALL: [PromptId; 23] = [
         PromptId::Summary,
         PromptId::Extract,
         PromptId::ExtractNoQuestions,
@@ -79,6 +80,7 @@ impl PromptId {
         PromptId::GarlicCheck,
         PromptId::GarlicAnswer,
         PromptId::ChainHop,
+        PromptId::ChainDecompose,
     ];
 
     pub fn file(self) -> &'static str {
@@ -105,6 +107,7 @@ impl PromptId {
             PromptId::GarlicCheck => "garlic_check.txt",
             PromptId::GarlicAnswer => "garlic_answer.txt",
             PromptId::ChainHop => "chain_hop.txt",
+            PromptId::ChainDecompose => "chain_decompose.txt",
         }
     }
 
@@ -140,6 +143,7 @@ impl PromptId {
             PromptId::GarlicCheck => &["question", "information"],
             PromptId::GarlicAnswer => &[],
             PromptId::ChainHop => &["facts", "passages", "question"],
+            PromptId::ChainDecompose => &["question"],
         }
     }
 
@@ -169,6 +173,7 @@ impl PromptId {
             PromptId::GarlicCheck => include_str!("../prompts/garlic_check.txt"),
             PromptId::GarlicAnswer => include_str!("../prompts/garlic_answer.txt"),
             PromptId::ChainHop => include_str!("../prompts/chain_hop.txt"),
+            PromptId::ChainDecompose => include_str!("../prompts/chain_decompose.txt"),
         }
     }
 }

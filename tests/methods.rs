@@ -728,3 +728,296 @@ async fn the_own_hop_baseline_starts_from_the_passage_titled_with_the_question_n
     );
     assert!(!own.contains("Burger Palace is"), "{own}");
 }
+
+/// A four-passage document: the question names Lothair II, whose passage names his mother,
+/// whose own passage holds the answer; two distractors.
+const CHAIN_DOC: &str = "Passage 1:\nLothair II\nLothair II was a king. His mother was Ermengarde of Tours.\n\nPassage 2:\nPiano\nThe piano is an instrument played in many halls.\n\nPassage 3:\nErmengarde of Tours\nErmengarde of Tours died on 20 March 851 in Italy.\n\nPassage 4:\nRiver Po\nThe Po is a river in Italy that floods in spring.";
+
+/// The chain tests' memory: [`CHAIN_DOC`]'s segments.
+fn chain_memory() -> Prepared {
+    Prepared::Graph(Box::new(Memory::segments_only(
+        CHAIN_DOC,
+        BuildParams::from_config(&Config::default()),
+        "m",
+    )))
+}
+
+/// The chain tests' context: `svc`, the bag-of-words embedder, a 4,096-token window, and the
+/// gold path `chain` (empty outside the path rows).
+fn chain_ctx<'a>(
+    svc: &'a Service,
+    prompts: &'a Prompts,
+    chain: &'a [qrmem::methods::oracle::GoldHop],
+) -> Ctx<'a> {
+    Ctx {
+        llm: svc,
+        prompts,
+        embedder: &Bow,
+        window: Window::new(4096, 256),
+        answer: Default::default(),
+        gold: None,
+        chain,
+    }
+}
+
+/// A scripted LLM answering each prompt by what it is: a hop prompt by the passage it shows
+/// (the fact there, `next` left empty as small models do), an answer prompt with "851"; every
+/// prompt kept.
+fn chain_llm() -> (Arc<ScriptedLlm>, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        let reply = if p.starts_with("Answer the question below one fact at a time") {
+            if p.contains("died on 20 March 851") && !p.contains("His mother") {
+                r#"{"subject": "Ermengarde of Tours", "relation": "date of death", "object": "20 March 851", "next": ""}"#
+            } else {
+                r#"{"subject": "Lothair II", "relation": "mother", "object": "Ermengarde of Tours", "next": ""}"#
+            }
+        } else {
+            r#"{"reasoning": "the facts say so", "answer": "20 March 851"}"#
+        };
+        Scripted::Reply(reply.into())
+    });
+    (Arc::new(llm), seen)
+}
+
+#[tokio::test]
+async fn the_chain_follows_the_facts_object_to_its_own_passage_and_answers_from_the_triples() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let (llm, seen) = chain_llm();
+    let svc = Service::new(llm, None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-passages400".parse().unwrap();
+    assert!(spec.uses_trials());
+    let q = "When did Lothair II's mother die?";
+    let trace = methods::run(&spec, &ctx, &nav, &memory, q, &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.answer, "20 March 851");
+    let kinds: Vec<String> = trace.steps.iter().map(|s| s.kind.to_string()).collect();
+    // Hop 1 reads Lothair II's own passage; the object's own passage is hop 2; hop 2's
+    // object (a date) has no passage of its own, so the chain ends and answers.
+    assert_eq!(kinds, ["hop", "hop", "answer"], "{:#?}", trace.steps);
+    assert_eq!(trace.steps[0].segments, vec![0]);
+    assert_eq!(trace.steps[1].segments, vec![2]);
+    assert!(trace.steps[1].ended);
+    let prompts_sent = seen.lock().unwrap().clone();
+    assert_eq!(prompts_sent.len(), 3);
+    // The second hop is shown the first fact; the answer, both triples above the passages.
+    assert!(prompts_sent[1].contains("1. Lothair II | mother | Ermengarde of Tours"));
+    assert!(prompts_sent[2].contains(
+        "Facts found, one hop at a time:\n1. Lothair II | mother | Ermengarde of Tours\n2. Ermengarde of Tours | date of death | 20 March 851"
+    ));
+    assert!(prompts_sent[2].contains("died on 20 March 851"));
+    assert_eq!(trace.requests + trace.cache_hits, 3);
+    // The facts-only row shows the triples and no passage text.
+    let (llm, seen) = chain_llm();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx { llm: &svc, ..ctx };
+    let spec: MethodSpec = "chain-facts-passages400".parse().unwrap();
+    let trace = methods::run(&spec, &ctx, &nav, &memory, q, &[])
+        .await
+        .unwrap();
+    let last = seen.lock().unwrap().last().unwrap().clone();
+    assert!(last.contains("2. Ermengarde of Tours | date of death | 20 March 851"));
+    assert!(
+        !last.contains("Piano") && !last.contains("His mother was"),
+        "{last}"
+    );
+    assert!(trace.final_segments.is_empty());
+    // At most max_trials hops: with one, the chain stops after the first fact.
+    let (llm, seen) = chain_llm();
+    let svc = Service::new(llm, None, policy());
+    let ctx = Ctx { llm: &svc, ..ctx };
+    let mut one = nav.clone();
+    one.max_trials = 1;
+    let spec: MethodSpec = "chain-passages400".parse().unwrap();
+    methods::run(&spec, &ctx, &one, &memory, q, &[])
+        .await
+        .unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_chain_that_finds_no_fact_answers_once_from_the_own_hop_context() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(
+            if p.starts_with("Answer the question below one fact at a time") {
+                r#"{"subject": "", "relation": "", "object": "", "next": ""}"#.into()
+            } else {
+                r#"{"reasoning": "r", "answer": "851"}"#.into()
+            },
+        )
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-passages400".parse().unwrap();
+    let trace = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &memory,
+        "When did Lothair II's mother die?",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(trace.answer, "851");
+    assert_eq!(trace.steps.len(), 2);
+    assert!(
+        trace.steps[1].note.contains("the chain found no fact"),
+        "{}",
+        trace.steps[1].note
+    );
+    let last = seen.lock().unwrap().last().unwrap().clone();
+    assert!(!last.contains("Facts found"), "{last}");
+}
+
+#[tokio::test]
+async fn the_gold_path_rows_read_the_triples_or_answer_hop_by_hop_with_the_models_answers() {
+    use qrmem::methods::oracle::GoldHop;
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let span_of = |needle: &str| {
+        let s = CHAIN_DOC.find(needle).unwrap();
+        (s, s + needle.len())
+    };
+    let path = [
+        GoldHop {
+            subject: "Lothair II".into(),
+            relation: "mother".into(),
+            answer: "Ermengarde of Tours".into(),
+            span: Some(span_of(
+                "Lothair II was a king. His mother was Ermengarde of Tours.",
+            )),
+            ..GoldHop::default()
+        },
+        GoldHop {
+            subject: "Ermengarde of Tours".into(),
+            relation: "date of death".into(),
+            answer: "20 March 851".into(),
+            span: Some(span_of(
+                "Ermengarde of Tours died on 20 March 851 in Italy.",
+            )),
+            ..GoldHop::default()
+        },
+    ];
+    let (llm, seen) = recording();
+    let svc = Service::new(llm, None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &path);
+    let q = "When did Lothair II's mother die?";
+    let triples: MethodSpec = "gold-triples".parse().unwrap();
+    methods::run(&triples, &ctx, &nav, &memory, q, &[])
+        .await
+        .unwrap();
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].contains(
+        "Lothair II | mother | Ermengarde of Tours\nErmengarde of Tours | date of death | 20 March 851"
+    ));
+    assert!(!sent[0].contains("Passage"));
+    seen.lock().unwrap().clear();
+    let chain: MethodSpec = "gold-chain".parse().unwrap();
+    let trace = methods::run(&chain, &ctx, &nav, &memory, q, &[])
+        .await
+        .unwrap();
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 3, "two hops and the answer");
+    assert!(sent[0].contains("Question: What is the mother of Lothair II?"));
+    assert!(sent[0].contains("His mother was") && !sent[0].contains("died on"));
+    // The second hop's subject is the first hop's object, replaced by the model's answer.
+    assert!(
+        sent[1].contains("Question: What is the date of death of yes?"),
+        "{}",
+        sent[1]
+    );
+    assert!(sent[1].contains("died on") && !sent[1].contains("His mother"));
+    assert!(sent[2].contains("Sub-question 2: What is the date of death of yes?\nAnswer: yes"));
+    assert_eq!(trace.steps.len(), 3);
+    // Without a path (another dataset, or outside the harness) both refuse before any call.
+    seen.lock().unwrap().clear();
+    let none = Ctx { chain: &[], ..ctx };
+    for spec in [&triples, &chain] {
+        let err = methods::run(spec, &none, &nav, &memory, q, &[])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MethodError::NoGoldEvidence { .. }), "{err}");
+    }
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_musique_sub_question_takes_the_models_earlier_answers() {
+    use qrmem::methods::oracle::GoldHop;
+    let hop = GoldHop {
+        question: "When was #1 signed by #2?".into(),
+        answer: "June 1982".into(),
+        ..GoldHop::default()
+    };
+    assert_eq!(
+        hop.sub_question(&[], &["Diego Maradona".into(), "Barcelona".into()]),
+        "When was Diego Maradona signed by Barcelona?"
+    );
+}
+
+#[tokio::test]
+async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(if p.starts_with("Break the question") {
+            r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#.into()
+        } else if p.contains("Question: Who is the mother of Lothair II?") {
+            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        })
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-decompose-passages400".parse().unwrap();
+    let trace = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &memory,
+        "When did Lothair II's mother die?",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(trace.answer, "20 March 851");
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 3, "the decomposition and two sub-questions");
+    // The second sub-question names the first answer, sees it above its passages, and its
+    // context is its own: Ermengarde's passage, found by the title its question now holds.
+    assert!(
+        sent[2].contains("Question: When did Ermengarde of Tours die?"),
+        "{}",
+        sent[2]
+    );
+    assert!(sent[2].contains(
+        "Answers found so far:\n1. Who is the mother of Lothair II? Ermengarde of Tours"
+    ));
+    assert!(sent[2].contains("died on 20 March 851"));
+    let kinds: Vec<String> = trace.steps.iter().map(|s| s.kind.to_string()).collect();
+    assert_eq!(kinds, ["hop", "hop", "answer"]);
+    assert_eq!(trace.requests + trace.cache_hits, 3);
+}

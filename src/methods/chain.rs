@@ -7,8 +7,10 @@
 //! hops read (`chain-passagesN`) or alone (`chain-facts-passagesN`).
 //!
 //! Hops are bounded by `navigate.max_trials` (at most that many hop calls, then one answer
-//! call). The chain ends when a hop names no next entity, names one it already read, finds no
-//! passage for it, or fails to parse. A chain that found no fact falls back to the one-shot
+//! call). The next hop reads the entity the model names as "next" (its own passages by title,
+//! else its best passage by BM25), else the fact's object where it has a passage of its own;
+//! the chain ends when neither leads to a new passage, an entity comes back, or a reply fails
+//! to parse. A chain that found no fact falls back to the one-shot
 //! answer of `bm25-own-hop-passagesN` (the same start and budget).
 
 use std::collections::HashSet;
@@ -43,29 +45,42 @@ pub struct Chain {
     /// The final answer reads the path's triples alone (the passages only where no fact was
     /// found).
     pub facts_only: bool,
+    /// The path is the model's decomposition of the question into sub-questions (one call),
+    /// each answered over its own context (`bm25-own-hop-passagesN`'s for the sub-question,
+    /// the answers so far above it); the last answer answers the question.
+    pub decompose: bool,
 }
 
 pub const FAMILY: Family = Family {
-    names: "chain-passagesN (one hop at a time: each hop reads one entity's own passages, at most N tokens, and states the fact the question needs next; the answer reads the path's triples above the passages read), chain-facts-passagesN (the answer reads the triples alone)",
+    names: "chain-passagesN (one hop at a time: each hop reads one entity's own passages, at most N tokens, and states the fact the question needs next; the answer reads the path's triples above the passages read), chain-facts-passagesN (the answer reads the triples alone), chain-decompose-passagesN (the model's sub-questions, each answered over its own N tokens of passages with the answers so far above them)",
     parse: |name| parse(name).map(MethodSpec::new),
 };
 
 fn parse(name: &str) -> Option<Chain> {
-    let (rest, facts_only) = match name.strip_prefix("chain-facts-passages") {
-        Some(rest) => (rest, true),
-        None => (name.strip_prefix("chain-passages")?, false),
-    };
+    let (rest, facts_only, decompose) =
+        if let Some(rest) = name.strip_prefix("chain-facts-passages") {
+            (rest, true, false)
+        } else if let Some(rest) = name.strip_prefix("chain-decompose-passages") {
+            (rest, false, true)
+        } else {
+            (name.strip_prefix("chain-passages")?, false, false)
+        };
     let n: usize = rest.parse().ok().filter(|&n| n >= 1)?;
     (n.to_string() == rest).then_some(Chain {
         passages: n,
         facts_only,
+        decompose,
     })
 }
 
 impl std::fmt::Display for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let facts = if self.facts_only { "-facts" } else { "" };
-        write!(f, "chain{facts}-passages{}", self.passages)
+        let variant = match (self.facts_only, self.decompose) {
+            (true, _) => "-facts",
+            (_, true) => "-decompose",
+            _ => "",
+        };
+        write!(f, "chain{variant}-passages{}", self.passages)
     }
 }
 
@@ -101,6 +116,11 @@ impl Method for Chain {
         let view = super::navigators::passage_view(memory, cap, None)?;
         let before = ctx.llm.ledger().snapshot().total();
         let q = with_options(question, options);
+        if self.decompose {
+            return self
+                .decomposed(ctx, nav, memory, question, options, &q, before)
+                .await;
+        }
         let walked = self.walk(ctx, nav.max_trials.max(1), &view, &q).await?;
         if walked.facts.is_empty() {
             // The chain broke before its first fact: the one-shot answer from the same start.
@@ -124,6 +144,160 @@ impl Method for Chain {
         Ok(self
             .final_answer(ctx, &view, question, options, &q, walked, before)
             .await?)
+    }
+}
+
+#[derive(Deserialize)]
+struct Decomposed {
+    #[serde(default)]
+    questions: Vec<String>,
+}
+
+impl Chain {
+    /// `chain-decompose-passagesN`: the model's sub-questions, each answered over its own
+    /// context with the answers so far above it; the last answer is the answer. A
+    /// decomposition into fewer than two sub-questions (or none that parses) answers the
+    /// question once from `bm25-own-hop-passagesN`'s context.
+    #[allow(clippy::too_many_arguments)]
+    async fn decomposed(
+        &self,
+        ctx: &Ctx<'_>,
+        nav: &NavigateConfig,
+        memory: &Memory,
+        question: &str,
+        options: &[String],
+        q: &str,
+        before: crate::llm::StageStats,
+    ) -> Result<Trace, MethodError> {
+        let max_hops = nav.max_trials.max(1);
+        let p = ctx
+            .prompts
+            .render(PromptId::ChainDecompose, &[("question", q)])
+            .map_err(AnswerError::from)?;
+        let schema = json!({"type": "object", "properties": {
+            "questions": {"type": "array", "minItems": 1, "maxItems": max_hops,
+                "items": {"type": "string", "maxLength": 240}}
+        }, "required": ["questions"]});
+        let mut failures = Vec::new();
+        let subs: Vec<String> =
+            match structured::<Decomposed>(ctx, "chain_decompose", p, schema).await {
+                Ok(r) => r
+                    .questions
+                    .into_iter()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .take(max_hops)
+                    .collect(),
+                Err(e) => {
+                    failures.push(format!("decomposition: {e}"));
+                    Vec::new()
+                }
+            };
+        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
+        let decomposition = Step {
+            kind: StepKind::Hop,
+            reason: subs.join(" / "),
+            note: format!("decomposition: {} sub-question(s)", subs.len()),
+            ..Step::default()
+        };
+        if subs.len() < 2 {
+            let mut shown =
+                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, q)?;
+            shown.note = format!(
+                "one step: one-shot answer from {own_hop}'s context ({})",
+                shown.note
+            );
+            let mut trace =
+                one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
+            trace.steps.insert(0, decomposition);
+            trace.failures = failures;
+            return Ok(trace);
+        }
+        let mut steps = vec![decomposition];
+        let mut answers: Vec<String> = Vec::new();
+        let mut asked: Vec<String> = Vec::new();
+        let mut used: Vec<usize> = Vec::new();
+        let mut read = Vec::new();
+        let mut last = (String::new(), String::new(), Vec::new(), Vec::new());
+        for (k, sub) in subs.iter().enumerate() {
+            let mut sub_k = sub.clone();
+            for j in (1..=answers.len()).rev() {
+                sub_k = sub_k.replace(&format!("#{j}"), &answers[j - 1]);
+            }
+            let is_last = k + 1 == subs.len();
+            let sub_q = if is_last {
+                with_options(&sub_k, options)
+            } else {
+                sub_k.clone()
+            };
+            let shown =
+                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, &sub_q)?;
+            let found: Vec<String> = asked
+                .iter()
+                .zip(&answers)
+                .enumerate()
+                .map(|(i, (s, a))| format!("{}. {s} {a}", i + 1))
+                .collect();
+            let text = if found.is_empty() {
+                shown.text.clone()
+            } else {
+                format!(
+                    "Answers found so far:\n{}\n\n{}",
+                    found.join("\n"),
+                    shown.text
+                )
+            };
+            let Answered {
+                answer,
+                reasoning,
+                mut step,
+            } = answer_step(
+                ctx.llm,
+                ctx.prompts,
+                &sub_q,
+                &text,
+                shown.segments.clone(),
+                format!("sub-question {}: {}", k + 1, shown.note),
+            )
+            .await?;
+            let answer = answer.trim().to_string();
+            step.kind = if is_last {
+                StepKind::Answer
+            } else {
+                StepKind::Hop
+            };
+            step.reason = format!("{sub_k} -> {answer}");
+            steps.push(step);
+            used.extend(shown.segments.iter().copied());
+            read.extend(shown.spans.iter().copied());
+            asked.push(sub_k);
+            last = (answer.clone(), reasoning, shown.segments, shown.spans);
+            answers.push(answer);
+        }
+        let after = ctx.llm.ledger().snapshot().total();
+        let (answer, reasoning, final_segments, final_spans) = last;
+        let answer = if options.is_empty() {
+            answer
+        } else {
+            option_letter(&answer, options)
+        };
+        used.sort_unstable();
+        used.dedup();
+        let mut trace = Trace {
+            method: self.name(),
+            question: question.to_string(),
+            answer,
+            reasoning,
+            steps,
+            segments_used: used,
+            final_segments,
+            failures,
+            answer_spans: span::merge(final_spans),
+            read_spans: span::merge(read),
+            ..Trace::default()
+        };
+        trace.set_cost(&before, &after);
+        Ok(trace)
     }
 }
 
@@ -200,26 +374,35 @@ impl Chain {
                 reply.relation.trim().to_string(),
                 reply.object.trim().to_string(),
             ];
-            let next = reply.next.trim().to_string();
-            let stated = !fact[2].is_empty();
+            let named = reply.next.trim().to_string();
+            // A fact already on the path is no new fact (small models copy the list).
+            let stated = !fact[2].is_empty() && !walked.facts.contains(&fact);
             if stated {
                 subjects.insert(title_key(&fact[0]));
                 walked.facts.push(fact.clone());
             }
-            // The next hop: the named entity's own passages, if it is new and has any.
-            let key = title_key(&next);
-            let (next_units, how) = if next.is_empty() {
-                (Vec::new(), "none named: the chain ends")
-            } else if !subjects.insert(key.clone()) {
-                (Vec::new(), "already read: the chain ends")
-            } else {
-                let found = units_of(view, &titles, &ranked, &key, &walked.read);
-                if found.0.is_empty() || found.0 == shown {
-                    (Vec::new(), "no new passage: the chain ends")
-                } else {
-                    found
+            // The next hop: the entity the model names, then the fact's object; each found by
+            // title, else by BM25 where it is a name (a date or a number is an answer, not a
+            // bridge). A small model leaves "next" empty after almost every first hop, so its
+            // word alone never ends the chain.
+            let mut next = String::new();
+            let (mut next_units, mut how) = (Vec::new(), "none named: the chain ends");
+            let object = if stated { fact[2].as_str() } else { "" };
+            let candidates = [(named.as_str(), true), (object, is_name(object))];
+            for (name, by_bm25) in candidates {
+                let key = title_key(name);
+                if key.is_empty() || subjects.contains(&key) {
+                    continue;
                 }
-            };
+                let found = units_of(view, &titles, &ranked, &key, &walked.read, by_bm25);
+                if !found.0.is_empty() && found.0 != shown {
+                    subjects.insert(key);
+                    next = name.to_string();
+                    (next_units, how) = found;
+                    break;
+                }
+                how = "no new passage: the chain ends";
+            }
             walked.steps.push(Step {
                 kind: StepKind::Hop,
                 entities: if next.is_empty() {
@@ -305,22 +488,7 @@ impl Chain {
             "object": {"type": "string", "maxLength": 160},
             "next": {"type": "string", "maxLength": 120}
         }, "required": ["subject", "relation", "object", "next"]});
-        let r = ctx
-            .llm
-            .chat_json::<HopReply>(
-                "chain_hop",
-                vec![Message::user(p)],
-                Some(JsonSchema {
-                    name: "chain_hop".into(),
-                    schema,
-                }),
-            )
-            .await
-            .map_err(|source| AnswerError::Step {
-                step: "chain_hop".into(),
-                source,
-            })?;
-        Ok(r.value)
+        structured::<HopReply>(ctx, "chain_hop", p, schema).await
     }
 
     /// The answer from the path's triples (and, unless `facts_only`, the passages read, then
@@ -399,6 +567,38 @@ impl Chain {
     }
 }
 
+/// One structured call of stage `stage`: `prompt` as the user turn, the reply parsed against
+/// `schema` with the service's retries.
+async fn structured<T: serde::de::DeserializeOwned>(
+    ctx: &Ctx<'_>,
+    stage: &str,
+    prompt: String,
+    schema: serde_json::Value,
+) -> Result<T, AnswerError> {
+    let r = ctx
+        .llm
+        .chat_json::<T>(
+            stage,
+            vec![Message::user(prompt)],
+            Some(JsonSchema {
+                name: stage.into(),
+                schema,
+            }),
+        )
+        .await
+        .map_err(|source| AnswerError::Step {
+            step: stage.into(),
+            source,
+        })?;
+    Ok(r.value)
+}
+
+/// Whether `s` reads as a name that may have passages of its own: a capital letter and no
+/// digit ("Ralph Rapson", not "20 March 851" or "1,200").
+fn is_name(s: &str) -> bool {
+    s.chars().any(char::is_uppercase) && !s.chars().any(|c| c.is_ascii_digit())
+}
+
 /// The triples, one a line: `1. subject | relation | object`.
 pub fn facts_block(facts: &[[String; 3]]) -> String {
     facts
@@ -410,14 +610,15 @@ pub fn facts_block(facts: &[[String; 3]]) -> String {
 }
 
 /// The passages of the entity `key` ([`title_key`] of its name): those titled with it (at
-/// most [`HOP_UNITS`], in the question's BM25 order), else the best passage for the name by
-/// BM25 that no hop has read; and how they were found.
+/// most [`HOP_UNITS`], in the question's BM25 order), else (`by_bm25`) the best passage for
+/// the name by BM25 that no hop has read; and how they were found.
 fn units_of(
     view: &Memory,
     titles: &[Vec<String>],
     ranked: &[usize],
     key: &str,
     read: &[usize],
+    by_bm25: bool,
 ) -> (Vec<usize>, &'static str) {
     if key.chars().count() >= MIN_NAME {
         let own: Vec<usize> = ranked
@@ -435,14 +636,20 @@ fn units_of(
             return (own, "its own passage by title");
         }
     }
-    let best = Bm25::over(&view.segments)
+    if !by_bm25 {
+        return (Vec::new(), "no passage of its own");
+    }
+    let best: Vec<usize> = Bm25::over(&view.segments)
         .rank(key)
         .into_iter()
-        .find(|&(u, s)| s > 0.0 && !read.contains(&u))
-        .map(|(u, _)| u);
-    match best {
-        Some(u) => (vec![u], "its best passage by BM25"),
-        None => (Vec::new(), "no passage"),
+        .filter(|&(u, s)| s > 0.0 && !read.contains(&u))
+        .map(|(u, _)| u)
+        .take(HOP_UNITS)
+        .collect();
+    if best.is_empty() {
+        (Vec::new(), "no passage")
+    } else {
+        (best, "its best passages by BM25")
     }
 }
 
@@ -452,7 +659,11 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["chain-passages400", "chain-facts-passages200"] {
+        for name in [
+            "chain-passages400",
+            "chain-facts-passages200",
+            "chain-decompose-passages400",
+        ] {
             assert_eq!(parse(name).unwrap().to_string(), name);
         }
         for bad in [

@@ -9,7 +9,8 @@
 //! Tours`); `gold-chain` answers one hop at a time, each hop's sub-question (MuSiQue's
 //! decomposition with `#k` replaced by the model's answer to hop k; for a triple, "What is the
 //! {relation} of {subject}?", a subject that is an earlier hop's object replaced by the model's
-//! answer to it) over that hop's own gold paragraph, then the question from the hops' answers.
+//! answer to it) over that hop's own gold paragraph; the answer is the last sub-question's
+//! (MuSiQue), or for triples the question answered from the hops' answers in one more call.
 //!
 //! Only the eval harness knows an item's gold evidence (`Ctx::gold`, `Ctx::chain`); elsewhere,
 //! and for a dataset without such evidence, these methods fail with
@@ -215,6 +216,32 @@ impl Oracle {
                 ..Step::default()
             });
             answers.push(a.answer.trim().to_string());
+        }
+        // MuSiQue's last sub-question asks what the question asks: its answer is the answer,
+        // as in the probe that measured this ceiling. A path of triples (2Wiki, whose
+        // comparisons need both ends) is answered from the hops' answers in one more call.
+        if path.iter().all(|h| !h.question.is_empty()) {
+            let after = ctx.llm.ledger().snapshot().total();
+            let last = answers.last().cloned().unwrap_or_default();
+            let answer = if options.is_empty() {
+                last
+            } else {
+                crate::answer::option_letter(&last, options)
+            };
+            if let Some(s) = steps.last_mut() {
+                s.kind = StepKind::Answer;
+            }
+            let mut trace = Trace {
+                method: self.name(),
+                question: question.to_string(),
+                answer,
+                steps,
+                read_spans: crate::text::span::merge(read.clone()),
+                answer_spans: crate::text::span::merge(read),
+                ..Trace::default()
+            };
+            trace.set_cost(&before, &after);
+            return Ok(trace);
         }
         let text = path
             .iter()
