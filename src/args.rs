@@ -160,6 +160,12 @@ pub(crate) enum CorpusCommand {
     },
     /// Lists the documents: id, passages, entities, bytes, name.
     Ls,
+    /// Keeps the corpus open: reads one JSON request a line on stdin and writes one JSON reply
+    /// a line on stdout, in order, until stdin ends. Requests: {"op": "add", "name", "text"}
+    /// (or "path"), {"op": "remove", "docs": [...]}, {"op": "search", "query", "k"?,
+    /// "retriever"?}, {"op": "ls"}. Each add or remove is one transaction, as from the
+    /// command line; a bad request gets {"ok": false, "error": ...} and the next one is read.
+    Serve,
     /// The best passages for a query across every document.
     Search {
         query: String,

@@ -65,6 +65,7 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             let removed = corpus.remove(docs)?;
             eprintln!("removed {} documents from {}", removed.len(), dir.display());
         }
+        CorpusCommand::Serve => serve(&dir)?,
         CorpusCommand::Ls => {
             let corpus = Corpus::open_existing(&dir)?;
             println!("id\tpassages\tentities\tbytes\tname");
@@ -465,4 +466,126 @@ pub(crate) async fn ask(config: &qrmem::Config, dir: &Path, args: &AskArgs) -> R
         eprintln!("{}", step.note);
     }
     Ok(())
+}
+
+/// One request of `qrmem corpus serve`.
+#[derive(serde::Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum Request {
+    Add {
+        name: Option<String>,
+        text: Option<String>,
+        path: Option<PathBuf>,
+    },
+    Remove {
+        docs: Vec<String>,
+    },
+    Search {
+        query: String,
+        #[serde(default = "five")]
+        k: usize,
+        #[serde(default = "bm25")]
+        retriever: String,
+    },
+    Ls,
+}
+
+fn five() -> usize {
+    5
+}
+
+fn bm25() -> String {
+    "bm25".into()
+}
+
+/// `qrmem corpus serve`: the corpus opened once, one JSON reply a line per request line.
+fn serve(dir: &Path) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let mut corpus = Corpus::open(dir, DEFAULT_PASSAGE_TOKENS)?;
+    eprintln!(
+        "serving {} (one JSON request a line on stdin)",
+        dir.display()
+    );
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for (n, line) in stdin.lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(req) => match answer(&mut corpus, req) {
+                Ok(mut v) => {
+                    v["ok"] = serde_json::json!(true);
+                    v
+                }
+                Err(e) => serde_json::json!({"ok": false, "error": format!("{e:#}")}),
+            },
+            Err(e) => {
+                serde_json::json!({"ok": false, "error": format!("line {}: not a request: {e}", n + 1)})
+            }
+        };
+        let mut reply = reply;
+        reply["ms"] = serde_json::json!(started.elapsed().as_secs_f64() * 1e3);
+        writeln!(out, "{reply}").context("writing stdout")?;
+        out.flush().context("writing stdout")?;
+    }
+    Ok(())
+}
+
+fn answer(corpus: &mut Corpus, req: Request) -> Result<serde_json::Value> {
+    Ok(match req {
+        Request::Add { name, text, path } => {
+            let (name, text) = match (text, path) {
+                (Some(text), None) => {
+                    (name.context("an add with \"text\" needs a \"name\"")?, text)
+                }
+                (None, Some(path)) => {
+                    let text = qrmem::methods::read_document(&path)?;
+                    (name.unwrap_or_else(|| path.display().to_string()), text)
+                }
+                _ => anyhow::bail!("an add takes \"text\" (with \"name\") or \"path\", not both"),
+            };
+            if text.trim().is_empty() {
+                anyhow::bail!("document '{name}' is empty");
+            }
+            match corpus.add(&name, &text)? {
+                Added::New { id, passages } => {
+                    serde_json::json!({"added": id, "passages": passages})
+                }
+                Added::Present { id, name } => serde_json::json!({"present": id, "name": name}),
+            }
+        }
+        Request::Remove { docs } => serde_json::json!({"removed": corpus.remove(&docs)?}),
+        Request::Search {
+            query,
+            k,
+            retriever,
+        } => {
+            if query.trim().is_empty() {
+                anyhow::bail!("the query is empty");
+            }
+            let retriever: Retriever = retriever.parse().map_err(anyhow::Error::msg)?;
+            if retriever == Retriever::Dense {
+                anyhow::bail!(
+                    "serve answers the lexical and graph retrievers; dense needs `corpus search`"
+                );
+            }
+            let mut hits = Vec::new();
+            for (doc, idx) in corpus.rank(retriever, &query, k, None)? {
+                let name = corpus.name_of(&doc)?.unwrap_or_default();
+                hits.push(serde_json::json!({"doc": doc, "name": name, "passage": idx}));
+            }
+            serde_json::json!({"hits": hits})
+        }
+        Request::Ls => {
+            let docs: Vec<serde_json::Value> = corpus
+                .list()?
+                .into_iter()
+                .map(|d| serde_json::json!({"id": d.id, "name": d.name, "passages": d.passages}))
+                .collect();
+            serde_json::json!({"documents": docs})
+        }
+    })
 }

@@ -624,3 +624,77 @@ fn contexts_only_writes_each_questions_spans_beside_the_table() {
         );
     }
 }
+
+/// `qrmem corpus serve`: one process, one JSON reply a line per request, in order; a bad
+/// request is answered with its error and the next one is served; the corpus it leaves is the
+/// one the same adds and removes make from the command line.
+#[test]
+fn corpus_serve_answers_a_json_line_per_request_and_survives_bad_ones() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let requests = [
+        r#"{"op": "add", "name": "a.txt", "text": "Passage 1:\nRon Joyce\nRon Joyce helped found Tim Hortons in Hamilton."}"#,
+        r#"{"op": "add", "name": "b.txt", "text": "Passage 1:\nHamilton\nHamilton is a port city in Ontario."}"#,
+        r#"{"op": "add", "name": "b-again.txt", "text": "Passage 1:\nHamilton\nHamilton is a port city in Ontario."}"#,
+        r#"{"op": "search", "query": "Where is Hamilton?", "k": 1}"#,
+        r#"not json"#,
+        r#"{"op": "search", "query": "  "}"#,
+        r#"{"op": "remove", "docs": ["no-such-doc"]}"#,
+        r#"{"op": "add", "name": "empty.txt", "text": "   "}"#,
+        r#"{"op": "remove", "docs": ["a.txt"]}"#,
+        r#"{"op": "search", "query": "Ron Joyce", "k": 5, "retriever": "graph-own-hop"}"#,
+        r#"{"op": "ls"}"#,
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qrmem"))
+        .args(["corpus", "--corpus", corpus.to_str().unwrap(), "serve"])
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all((requests.join("\n") + "\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replies: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), requests.len());
+    assert_eq!(replies[0]["passages"], 1);
+    assert_eq!(
+        replies[2]["name"], "b.txt",
+        "the same text is present under its first name"
+    );
+    assert_eq!(replies[3]["hits"][0]["name"], "b.txt");
+    for (i, what) in [
+        (4, "not a request"),
+        (5, "query is empty"),
+        (6, "no-such-doc"),
+        (7, "is empty"),
+    ] {
+        assert_eq!(replies[i]["ok"], false, "{i}");
+        assert!(
+            replies[i]["error"].as_str().unwrap().contains(what),
+            "{}",
+            replies[i]
+        );
+    }
+    assert_eq!(replies[8]["removed"].as_array().unwrap().len(), 1);
+    let hits = replies[9]["hits"].as_array().unwrap();
+    assert!(hits.iter().all(|h| h["name"] == "b.txt"), "{hits:?}");
+    let docs = replies[10]["documents"].as_array().unwrap();
+    assert_eq!(docs.len(), 1);
+    assert!(replies.iter().all(|r| r["ms"].as_f64().is_some()));
+}
