@@ -100,7 +100,10 @@ async fn eval(config: &Config, g: &Global, args: &EvalArgs) -> Result<ExitCode> 
             build_only: args.build_only,
         };
         if args.contexts_only {
-            outln!("{}", experiment::contexts_only(&ctx, &plan, &args.out)?);
+            outln!(
+                "{}",
+                qrmem::eval::contexts::contexts_only(&ctx, &plan, &args.out)?
+            );
             return Ok(ExitCode::SUCCESS);
         }
         experiment::run(&ctx, &plan, &args.out, flags).await?;

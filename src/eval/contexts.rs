@@ -155,3 +155,28 @@ pub fn to_markdown(plan: &Plan, rows: &[ContextRow]) -> String {
     }
     s
 }
+
+/// `qrmem eval --contexts-only`: the plan's baselines' contexts measured without the LLM
+/// (`eval::contexts`), written to `out/contexts.md` (the table, which it returns) and
+/// `out/contexts.jsonl` (each question's spans under each method, the run rows' span fields).
+pub fn contexts_only(
+    rt: &Runtime<'_>,
+    plan: &Plan,
+    out: &std::path::Path,
+) -> Result<String, EvalError> {
+    let measured = measure(rt, plan)?;
+    let text = to_markdown(plan, &measured.rows);
+    let mut lines = String::new();
+    for r in &measured.records {
+        let line = serde_json::to_string(r)
+            .map_err(|e| EvalError::Input(format!("cannot encode {}'s context: {e}", r.item)))?;
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    // Whole or not at all: a crash mid-write leaves the earlier files, not a torn table.
+    crate::fsutil::write_atomic(&out.join("contexts.jsonl"), lines.as_bytes())
+        .map_err(EvalError::Input)?;
+    crate::fsutil::write_atomic(&out.join("contexts.md"), text.as_bytes())
+        .map_err(EvalError::Input)?;
+    Ok(text)
+}

@@ -532,27 +532,6 @@ const INDEX_STYLE: &str = "body{font:13px/1.4 system-ui,sans-serif;margin:1rem}t
 /// Sorts the table by the clicked column (numbers as numbers, "n/a" last).
 const INDEX_SCRIPT: &str = "(function(){var t=document.getElementById('index');var dir={};t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){dir[i]=!dir[i];var rows=Array.prototype.slice.call(t.tBodies[0].rows);rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);var c=(isNaN(p)||isNaN(q))?x.localeCompare(y):p-q;if(isNaN(p)&&!isNaN(q))c=1;if(!isNaN(p)&&isNaN(q))c=-1;return dir[i]?c:-c;});rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});})();";
 
-/// `qrmem eval --contexts-only`: the plan's baselines' contexts measured without the LLM
-/// (`eval::contexts`), written to `out/contexts.md` (the table, which it returns) and
-/// `out/contexts.jsonl` (each question's spans under each method, the run rows' span fields).
-pub fn contexts_only(rt: &Runtime<'_>, plan: &Plan, out: &Path) -> Result<String, EvalError> {
-    let measured = super::contexts::measure(rt, plan)?;
-    let text = super::contexts::to_markdown(plan, &measured.rows);
-    let mut lines = String::new();
-    for r in &measured.records {
-        let line = serde_json::to_string(r)
-            .map_err(|e| EvalError::Input(format!("cannot encode {}'s context: {e}", r.item)))?;
-        lines.push_str(&line);
-        lines.push('\n');
-    }
-    // Whole or not at all: a crash mid-write leaves the earlier files, not a torn table.
-    crate::fsutil::write_atomic(&out.join("contexts.jsonl"), lines.as_bytes())
-        .map_err(EvalError::Input)?;
-    crate::fsutil::write_atomic(&out.join("contexts.md"), text.as_bytes())
-        .map_err(EvalError::Input)?;
-    Ok(text)
-}
-
 /// Rewrites `out/report.md` and `out/report.json` from the run directory and returns the
 /// report. With the dataset at hand, the spans of rows recorded before rows carried them are
 /// first computed into `out/backfill.jsonl`; without it, an earlier backfill is read.
