@@ -209,17 +209,19 @@ fn best_pair(
     questions: usize,
     name: &dyn Fn(&MethodKey) -> String,
 ) -> Option<Best> {
-    let best_of = |family: &str| -> Option<(&MethodKey, &Scores, f64)> {
+    let role = |name: &str| {
+        name.parse::<crate::methods::MethodSpec>()
+            .map_or(crate::methods::Role::Other, |m| m.role())
+    };
+    let best_of = |family: crate::methods::Role| -> Option<(&MethodKey, &Scores, f64)> {
         scores
             .iter()
-            .filter(|(k, s)| {
-                (k.0 == family || k.0.starts_with(&format!("{family}-"))) && s.len() == questions
-            })
+            .filter(|(k, s)| role(&k.0) == family && s.len() == questions)
             .map(|(k, s)| (k, s, cell(s).f1))
             .max_by(|a, b| a.2.total_cmp(&b.2).then_with(|| b.0.cmp(a.0)))
     };
-    let (kk, ks, kf) = best_of("kn")?;
-    let (bk, bs, bf) = best_of("bm25")?;
+    let (kk, ks, kf) = best_of(crate::methods::Role::Kn)?;
+    let (bk, bs, bf) = best_of(crate::methods::Role::Bm25)?;
     let mut f1_pairs: Vec<(f64, f64)> = Vec::new();
     let mut recall_pairs: Vec<(f64, f64)> = Vec::new();
     for (q, a) in ks {

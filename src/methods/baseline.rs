@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 
-use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
+use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded, Role};
 use super::spec::{MemoryKind, MethodError, Prepared};
 
 use super::Ctx;
@@ -125,6 +125,27 @@ impl Method for Baseline {
 
     fn memory_kind(&self) -> MemoryKind {
         MemoryKind::Segments
+    }
+
+    fn role(&self) -> Role {
+        match self {
+            Baseline::Bm25(_)
+            | Baseline::Bm25Sentences(_)
+            | Baseline::Bm25Passages(_)
+            | Baseline::Bm25HopPassages(_)
+            | Baseline::Bm25OwnHopPassages(_) => Role::Bm25,
+            _ => Role::Other,
+        }
+    }
+
+    fn reads_passages(&self) -> bool {
+        matches!(
+            self,
+            Baseline::Bm25Passages(_)
+                | Baseline::Bm25HopPassages(_)
+                | Baseline::Bm25OwnHopPassages(_)
+                | Baseline::DensePassages(_)
+        )
     }
 
     async fn answer(

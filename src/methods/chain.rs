@@ -98,6 +98,10 @@ impl Method for Chain {
         true
     }
 
+    fn reads_passages(&self) -> bool {
+        true
+    }
+
     async fn answer(
         &self,
         ctx: &Ctx<'_>,

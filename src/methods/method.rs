@@ -33,6 +33,17 @@ pub trait Method: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The row family reports compare (Table 1's best KN row against its best BM25 row).
+    fn role(&self) -> Role {
+        Role::Other
+    }
+
+    /// Whether its units (trace indices) are the document's passages, not the memory's
+    /// segments (the passage baselines, `-passagesN` navigators, the chain).
+    fn reads_passages(&self) -> bool {
+        false
+    }
+
     /// Answers `question` from `prepared` (a memory of [`Method::memory_kind`]); `options`
     /// (multiple choice) make the answer the option letter. `nav` holds the navigation settings
     /// of the configuration (a navigator overrides its own method and ablation flags).
@@ -50,6 +61,16 @@ pub trait Method: Send + Sync + fmt::Debug {
     fn recorded_context(&self) -> Recorded {
         Recorded::Unknown
     }
+}
+
+/// The family a report puts a row in, read from the method, never from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// QRMeM-KN over a QRMeM memory (the graph or the co-occurrence memory), any modifiers.
+    Kn,
+    /// A BM25 row: top-k segments, sentences, passages, the hop.
+    Bm25,
+    Other,
 }
 
 /// How the spans of an old row (one without spans) are recovered from what it recorded.

@@ -33,7 +33,7 @@ pub use across::{
 };
 pub use baseline::{answer, segment_spans, vanilla_span, vanilla_text, Baseline};
 pub use entry::{ask, build, read_document, AskOutcome, AskRequest, BuildRequest, Source};
-pub use method::{answer as run, Method, MethodSpec, Recorded};
+pub use method::{answer as run, Method, MethodSpec, Recorded, Role};
 pub use registry::{method_families, method_names};
 pub use scope::{ask_scoped, Asked, Scope};
 pub use spec::{

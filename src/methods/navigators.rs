@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded};
+use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded, Role};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::answer::Trace;
@@ -329,6 +329,19 @@ impl Method for Navigate {
 
     fn uses_trials(&self) -> bool {
         true
+    }
+
+    fn role(&self) -> Role {
+        let qrmem = matches!(self.memory, MemoryKind::Graph | MemoryKind::Cooccurrence);
+        if self.method == NavMethod::Kn && qrmem {
+            Role::Kn
+        } else {
+            Role::Other
+        }
+    }
+
+    fn reads_passages(&self) -> bool {
+        self.passages > 0
     }
 
     async fn answer(

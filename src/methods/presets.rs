@@ -61,11 +61,11 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "chain",
-        method: "chain-passages400",
+        method: "chain-decompose-passages400",
         trials: Some(4),
-        calls: "2-5",
+        calls: "3-5",
         llm_build: false,
-        purpose: "one hop at a time: each hop reads one entity's own passages and states the fact the question needs next; the answer reads the path's triples above the passages (multi-hop questions)",
+        purpose: "experimental: the question's sub-questions answered one at a time, each over its own 400 tokens of passages with the answers so far above them (multi-hop questions; see eval/notebook/chain.md)",
     },
 ];
 

@@ -281,13 +281,12 @@ fn names(m: &Memory) -> BTreeMap<&str, NodeIndex> {
         .collect()
 }
 
-/// Whether `method` works over passages (its name carries `-passagesN` or is
-/// `bm25-passagesN` / `contriever-passagesN`), so its trace's unit indices name passages.
+/// Whether `method` works over passages (the method says so: `Method::reads_passages`), so
+/// its trace's unit indices name passages. A name that is no method reads segments.
 fn reads_passages(method: &str) -> bool {
-    method.split('-').any(|part| {
-        part.strip_prefix("passages")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    })
+    method
+        .parse::<MethodSpec>()
+        .is_ok_and(|m| m.reads_passages())
 }
 
 /// The page data of `prepared` and (optionally) `trace` over it.
