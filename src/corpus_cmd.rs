@@ -30,6 +30,13 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             ..
         } => {
             let files = documents(paths)?;
+            if files.is_empty() {
+                let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                bail!(
+                    "{} holds no .txt or .md file: nothing was added",
+                    named.join(", ")
+                );
+            }
             let mut corpus = Corpus::open(&dir, *passage_tokens)?;
             let bar = qrmem::progress::count_bar(files.len() as u64, "adding documents");
             // Each file is read as its turn comes (a large directory is never in memory at
@@ -85,6 +92,9 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
             k,
             retriever,
         } => {
+            if query.trim().is_empty() {
+                bail!("the query is empty: give the words to search for");
+            }
             let retriever: Retriever = retriever.parse().map_err(anyhow::Error::msg)?;
             let mut corpus = Corpus::open_existing(&dir)?;
             let embedder = match retriever {

@@ -698,3 +698,43 @@ fn corpus_serve_answers_a_json_line_per_request_and_survives_bad_ones() {
     assert_eq!(docs.len(), 1);
     assert!(replies.iter().all(|r| r["ms"].as_f64().is_some()));
 }
+
+/// Bad input to the corpus commands is named and changes nothing: a directory without text,
+/// an empty query.
+#[test]
+fn corpus_refuses_a_directory_without_text_and_an_empty_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let empty = dir.path().join("nothing-here");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("image.png"), [0u8, 1, 2]).unwrap();
+    let url = "http://127.0.0.1:9/v1";
+    let c = corpus.to_str().unwrap();
+    let add = qrmem(
+        &["corpus", "--corpus", c, "add", empty.to_str().unwrap()],
+        url,
+        dir.path(),
+    );
+    assert!(!add.status.success());
+    assert!(
+        text(&add).contains("holds no .txt or .md file"),
+        "{}",
+        text(&add)
+    );
+    std::fs::write(dir.path().join("a.txt"), "Alpha is a town.").unwrap();
+    let a = dir.path().join("a.txt");
+    assert!(qrmem(
+        &["corpus", "--corpus", c, "add", a.to_str().unwrap()],
+        url,
+        dir.path()
+    )
+    .status
+    .success());
+    let search = qrmem(&["corpus", "--corpus", c, "search", "   "], url, dir.path());
+    assert!(!search.status.success());
+    assert!(
+        text(&search).contains("the query is empty"),
+        "{}",
+        text(&search)
+    );
+}
