@@ -117,14 +117,15 @@ impl Method for Chain {
             return Err(AnswerError::EmptyQuestion.into());
         }
         let cap = crate::text::passages::cap(nav.passage_tokens);
-        let view = super::navigators::passage_view(memory, cap, None)?;
         let before = ctx.llm.ledger().snapshot().total();
         let q = with_options(question, options);
         if self.decompose {
+            // Each sub-question's context makes its own passage view (`context_of`).
             return self
                 .decomposed(ctx, nav, memory, question, options, &q, before)
                 .await;
         }
+        let view = super::navigators::passage_view(memory, cap, None)?;
         let walked = self.walk(ctx, nav.max_trials.max(1), &view, &q).await?;
         if walked.facts.is_empty() {
             // The chain broke before its first fact: the one-shot answer from the same start.
