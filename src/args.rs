@@ -90,6 +90,22 @@ pub(crate) enum Command {
         #[arg(long, requires = "datasets", value_delimiter = ',')]
         methods: Vec<String>,
     },
+    /// Two rows paired question by question: F1 and answer-context fact recall, the mean
+    /// difference (A minus B) with the reports' paired 95% bootstrap interval, on the questions
+    /// both answered. Several runs (comma-separated) pool their questions, the first named
+    /// winning where two hold the same question and row.
+    Pair {
+        /// Run directories, comma-separated.
+        runs: String,
+        /// The first row: a method name, or NAME@T for its rows of max trials T.
+        a: String,
+        /// The second row.
+        b: String,
+        /// Only the questions of this kind (question type, e.g. compositional; MuSiQue's hop
+        /// count, e.g. 2hop).
+        #[arg(long)]
+        kind: Option<String>,
+    },
     /// Prints a memory's counts, failures and top entities (or a corpus directory's).
     Inspect {
         /// The memory file, or a corpus directory.
@@ -172,10 +188,7 @@ pub(crate) enum CorpusCommand {
         /// How many passages.
         #[arg(long, default_value_t = 5)]
         k: usize,
-        /// bm25, bm25-hop (the best passage, then the own passages of the titles it names),
-        /// dense, graph-start, graph-hop or graph-own-hop (from the own passages of the
-        /// question's entities).
-        #[arg(long, default_value = "bm25")]
+        #[arg(long, default_value = "bm25", help = retrievers_help())]
         retriever: String,
     },
     /// HippoRAG's retrieval protocol: every paragraph of a multi-hop dev file's questions as one
@@ -192,6 +205,11 @@ pub(crate) enum CorpusCommand {
         /// the reply cache; those that have it are not extracted again).
         #[arg(long, default_value = "cooccurrence", value_parser = ["cooccurrence", "llm"])]
         extract: String,
+        /// Comma-separated retrievers to measure, the first the one the others are paired
+        /// with (default: bm25, bm25-hop, graph-start, graph-hop, graph-own-hop, and dense when
+        /// the embedder loads; dense embeds every passage first, minutes a few thousand).
+        #[arg(long, value_delimiter = ',')]
+        retrievers: Vec<String>,
     },
     /// QA over the corpus: the first questions of a multi-hop dev file (every paragraph of
     /// the file added, whatever --limit, as `recall` adds them) answered by the LLM from the passages each
@@ -516,6 +534,14 @@ pub(crate) struct ChatArgs {
     /// Also write the ledger as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger_out: Option<PathBuf>,
+}
+
+/// The corpus's `--retriever` help, from the retrievers' table.
+fn retrievers_help() -> String {
+    format!(
+        "One of: {}",
+        qrmem::methods::method::Form::help(qrmem::corpus::retrieve::FORMS)
+    )
 }
 
 /// The `--methods` help: every method family the registry knows, so the list cannot go stale.

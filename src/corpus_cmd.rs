@@ -119,7 +119,12 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 println!("{}. {name} (passage {idx})\n{}\n", rank + 1, text.trim());
             }
         }
-        CorpusCommand::Recall { dev, json, extract } => {
+        CorpusCommand::Recall {
+            dev,
+            json,
+            extract,
+            retrievers: chosen,
+        } => {
             let dataset = &dev.dataset;
             let mut items = load_multihop_raw(dataset, &dev.input)?;
             items.truncate(dev.limit.unwrap_or(items.len()));
@@ -130,23 +135,36 @@ pub(crate) async fn run(config: &qrmem::Config, args: &CorpusArgs) -> Result<()>
                 // assembly in place.
                 llm_records(config, &mut corpus, &items).await?;
             }
-            // The dense row when the embedder loads; without it, the lexical rows.
-            let embedder = match qrmem::embed::from_config(config) {
-                Ok(e) => Some(e),
-                Err(e) => {
+            let chosen: Vec<Retriever> = chosen
+                .iter()
+                .map(|r| r.parse().map_err(anyhow::Error::msg))
+                .collect::<Result<_>>()?;
+            // The dense row when the embedder loads (and, with --retrievers, when named);
+            // without it, the lexical rows.
+            let wants_dense = chosen.is_empty() || chosen.contains(&Retriever::Dense);
+            let embedder = match wants_dense.then(|| qrmem::embed::from_config(config)) {
+                Some(Ok(e)) => Some(e),
+                Some(Err(e)) if chosen.contains(&Retriever::Dense) => {
+                    return Err(e).context("--retrievers names dense")
+                }
+                Some(Err(e)) => {
                     eprintln!("no dense row: {e}");
                     None
                 }
+                None => None,
             };
-            let mut retrievers = vec![
-                Retriever::Bm25,
-                Retriever::Bm25Hop,
-                Retriever::GraphStart,
-                Retriever::GraphHop,
-                Retriever::GraphOwnHop,
-            ];
-            if embedder.is_some() {
-                retrievers.push(Retriever::Dense);
+            let mut retrievers = chosen;
+            if retrievers.is_empty() {
+                retrievers = vec![
+                    Retriever::Bm25,
+                    Retriever::Bm25Hop,
+                    Retriever::GraphStart,
+                    Retriever::GraphHop,
+                    Retriever::GraphOwnHop,
+                ];
+                if embedder.is_some() {
+                    retrievers.push(Retriever::Dense);
+                }
             }
             let bar = qrmem::progress::count_bar(0, "");
             let report = corpus_recall(

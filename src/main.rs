@@ -415,6 +415,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pair { runs, a, b, kind } => {
+            let runs: Vec<std::path::PathBuf> = runs
+                .split(',')
+                .filter(|r| !r.is_empty())
+                .map(Into::into)
+                .collect();
+            let p = qrmem::eval::pair::pair(&runs, a, b, kind.as_deref())?;
+            outln!("{}", p.to_text().trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Inspect { memory, top } if memory.join("corpus.sqlite").is_file() => {
             out!(
                 "{}",

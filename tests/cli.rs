@@ -556,7 +556,7 @@ fn corpus_commands_add_list_remove_and_name_what_is_missing() {
 
 /// `qrmem eval --contexts-only` over real 2WikiMultihopQA items: every question's context under
 /// every method lands in contexts.jsonl with its spans, and the table's fact recall and tokens
-/// are those records' means (what `eval/pair.py` pairs with a run's rows).
+/// are those records' means (what `qrmem pair` pairs with a run's rows).
 #[test]
 fn contexts_only_writes_each_questions_spans_beside_the_table() {
     let Some(data) = common::shared_data("2wikimultihopqa/2wiki_dev40.json") else {

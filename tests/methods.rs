@@ -1021,3 +1021,99 @@ async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far(
     assert_eq!(kinds, ["hop", "hop", "answer"]);
     assert_eq!(trace.requests + trace.cache_hits, 3);
 }
+
+#[tokio::test]
+async fn the_final_chain_asks_the_question_itself_last_and_skips_what_names_no_answer() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(if p.starts_with("Break the question") {
+            // "#2" names an answer never found: that sub-question is skipped.
+            r#"{"questions": ["Who is the mother of Lothair II?", "Who is the son of #2?", "When did #1 die?"]}"#.into()
+        } else if p.contains("Question: Who is the mother of Lothair II?") {
+            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        })
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-decompose-final-passages400".parse().unwrap();
+    let question = "When did Lothair II's mother die?";
+    let trace = methods::run(&spec, &ctx, &nav, &memory, question, &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.answer, "20 March 851");
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(
+        sent.len(),
+        3,
+        "the decomposition, one hop, the final answer"
+    );
+    // The last sub-question is not asked: the question itself is, the answer found stated
+    // above the last sub-question's passages (Ermengarde's, by the title it now names).
+    let last = &sent[2];
+    assert!(last.contains(&format!("Question: {question}")), "{last}");
+    assert!(last.contains(
+        "Answers found, one question at a time:\n1. Who is the mother of Lothair II? Ermengarde of Tours"
+    ));
+    assert!(last.contains("died on 20 March 851"));
+    assert!(trace
+        .steps
+        .last()
+        .unwrap()
+        .note
+        .contains("skipped \"Who is the son of #2?\""));
+    assert_eq!(trace.requests + trace.cache_hits, 3);
+}
+
+#[tokio::test]
+async fn the_final_chain_ends_at_a_hop_that_found_nothing_and_answers_from_the_question() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(if p.starts_with("Break the question") {
+            r#"{"questions": ["Who is the mother of Lothair II?", "Who is the father of #1?", "When did #2 die?"]}"#.into()
+        } else if p.contains("Question: Who is the mother of Lothair II?") {
+            r#"{"reasoning": "The text does not mention his mother.", "answer": "No information"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        })
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-decompose-final-passages400".parse().unwrap();
+    let question = "When did Lothair II's mother die?";
+    let trace = methods::run(&spec, &ctx, &nav, &memory, question, &[])
+        .await
+        .unwrap();
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(
+        sent.len(),
+        3,
+        "the decomposition, the hop that found nothing, the answer"
+    );
+    let last = &sent[2];
+    assert!(last.contains(&format!("Question: {question}")), "{last}");
+    assert!(
+        !last.contains("Answers found"),
+        "nothing found is stated: {last}"
+    );
+    let hop = &trace.steps[1];
+    assert!(
+        hop.ended && hop.note.contains("no answer found"),
+        "{}",
+        hop.note
+    );
+    assert_eq!(trace.answer, "20 March 851");
+}

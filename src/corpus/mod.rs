@@ -26,7 +26,7 @@
 mod extract;
 mod lexical;
 mod record;
-mod retrieve;
+pub mod retrieve;
 mod store;
 
 pub use extract::{add_with_llm, llm_record, llm_settings, LlmAdded, LLM_RECORD_KIND};

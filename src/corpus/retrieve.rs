@@ -5,6 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::methods::method::Form;
+
 use super::{CorpusError, CorpusStore, PassageRef};
 use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME, OWN_STARTS};
 use crate::text::{occurs_in, Bm25};
@@ -37,33 +39,52 @@ pub enum Retriever {
 /// Passages an entity may be linked to and still start navigation (more: a generic name).
 pub const GENERIC_LINKS: usize = 50;
 
+/// Every retriever's name, with what it ranks and the single-document method that ranks the
+/// same way (the one table of them: parse, name and help).
+pub const FORMS: &[Form<Retriever>] = &[
+    Form {
+        pattern: "bm25",
+        effect: "BM25 over every passage; in one document: bm25-passagesN",
+        make: |_| Retriever::Bm25,
+    },
+    Form {
+        pattern: "bm25-hop",
+        effect: "the best passage, then the own passages of the titles it names; in one document: bm25-hop-passagesN",
+        make: |_| Retriever::Bm25Hop,
+    },
+    Form {
+        pattern: "dense",
+        effect: "the embedder's similarity over every passage; in one document: contriever-passagesN",
+        make: |_| Retriever::Dense,
+    },
+    Form {
+        pattern: "graph-start",
+        effect: "the passages linked to the question's entities, then BM25",
+        make: |_| Retriever::GraphStart,
+    },
+    Form {
+        pattern: "graph-hop",
+        effect: "the best passage, then the own passages of the entities it names",
+        make: |_| Retriever::GraphHop,
+    },
+    Form {
+        pattern: "graph-own-hop",
+        effect: "the own passages of the question's entities, then the hop from them; in one document: bm25-own-hop-passagesN (the question's names found as titles, not as the graph's entities)",
+        make: |_| Retriever::GraphOwnHop,
+    },
+];
+
 impl fmt::Display for Retriever {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Retriever::Bm25 => "bm25",
-            Retriever::Bm25Hop => "bm25-hop",
-            Retriever::Dense => "dense",
-            Retriever::GraphStart => "graph-start",
-            Retriever::GraphHop => "graph-hop",
-            Retriever::GraphOwnHop => "graph-own-hop",
-        })
+        f.write_str(&Form::name(FORMS, self, 0).ok_or(fmt::Error)?)
     }
 }
 
 impl FromStr for Retriever {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "bm25" => Ok(Retriever::Bm25),
-            "bm25-hop" => Ok(Retriever::Bm25Hop),
-            "dense" => Ok(Retriever::Dense),
-            "graph-start" => Ok(Retriever::GraphStart),
-            "graph-hop" => Ok(Retriever::GraphHop),
-            "graph-own-hop" => Ok(Retriever::GraphOwnHop),
-            _ => Err(format!(
-                "unknown retriever '{s}' (bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop)"
-            )),
-        }
+        Form::parse(FORMS, s)
+            .ok_or_else(|| format!("unknown retriever '{s}' ({})", Form::help(FORMS)))
     }
 }
 

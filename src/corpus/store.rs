@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS passages (
   doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
   start INTEGER NOT NULL, end INTEGER NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
   PRIMARY KEY (doc, idx));
+CREATE INDEX IF NOT EXISTS documents_by_seq ON documents(seq);
 CREATE INDEX IF NOT EXISTS passages_by_title ON passages(title);
 CREATE TABLE IF NOT EXISTS records (
   doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, kind TEXT NOT NULL,

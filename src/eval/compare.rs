@@ -104,6 +104,28 @@ pub(super) struct RunRead {
     pub multiple_choice: bool,
     /// The dataset labels its rows carry.
     pub datasets: BTreeSet<String>,
+    /// Each question's kind (question type, or MuSiQue's hop count), where any of its rows
+    /// carries one.
+    pub kinds: BTreeMap<String, String>,
+}
+
+impl RunRead {
+    /// A run of these scores alone (a contexts-only directory: no model, no kinds).
+    pub(super) fn of_scores(dir: &Path, scores: BTreeMap<MethodKey, Scores>) -> RunRead {
+        let questions: BTreeSet<&String> = scores.values().flat_map(|s| s.keys()).collect();
+        RunRead {
+            info: RunInfo {
+                dir: dir.display().to_string(),
+                label: dir.display().to_string(),
+                questions: questions.len(),
+            },
+            order: scores.keys().cloned().collect(),
+            scores,
+            multiple_choice: false,
+            datasets: BTreeSet::new(),
+            kinds: BTreeMap::new(),
+        }
+    }
 }
 
 /// Reads one run (see [`RunRead`]).
@@ -128,6 +150,7 @@ pub(super) fn read(dir: &Path) -> Result<RunRead, EvalError> {
     let mut scores: BTreeMap<MethodKey, Scores> = BTreeMap::new();
     let mut questions = BTreeSet::new();
     let mut models = BTreeSet::new();
+    let mut kinds = BTreeMap::new();
     let datasets: BTreeSet<String> = results.iter().map(|r| r.dataset.clone()).collect();
     let multiple_choice = results.iter().any(|r| r.gold_letter.is_some());
     for (key, r) in &latest {
@@ -144,6 +167,9 @@ pub(super) fn read(dir: &Path) -> Result<RunRead, EvalError> {
                 .map(|(hits, facts)| hits as f64 / facts as f64)
         };
         questions.insert(r.item.clone());
+        if let Some(k) = &r.kind {
+            kinds.entry(r.item.clone()).or_insert_with(|| k.clone());
+        }
         if let Some(m) = &r.model {
             models.insert(m.clone());
         }
@@ -177,6 +203,7 @@ pub(super) fn read(dir: &Path) -> Result<RunRead, EvalError> {
         scores,
         multiple_choice,
         datasets,
+        kinds,
     })
 }
 

@@ -5,7 +5,7 @@
 //! (`Baseline::context_of`), in seconds over every item. Methods that need the LLM to choose
 //! their context (the navigators, the seed systems) are refused by name. Each question's spans
 //! are kept too (`ContextRecord`, written as `contexts.jsonl`), so a context measured without
-//! the LLM pairs question by question with a run's rows (`eval/pair.py RUN,DIR A B`).
+//! the LLM pairs question by question with a run's rows (`qrmem pair RUN,DIR A B`).
 
 use std::fmt::Write as _;
 

@@ -5,6 +5,7 @@
 //! over the questions.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -19,7 +20,38 @@ pub struct CorpusRecall {
     pub questions: usize,
     pub documents: usize,
     pub passages: usize,
+    /// Wall seconds of the add (every paragraph; a second run adds nothing) and of embedding
+    /// the passages for the dense row (none without it).
+    pub add_secs: f64,
+    pub embed_secs: Option<f64>,
     pub rows: Vec<RecallRow>,
+}
+
+/// Milliseconds a query took to rank, over every question (one long-lived process).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+}
+
+impl Latency {
+    /// The summary of `ms` (any order); all zero for none.
+    pub fn of(mut ms: Vec<f64>) -> Latency {
+        if ms.is_empty() {
+            return Latency::default();
+        }
+        ms.sort_by(f64::total_cmp);
+        // The nearest-rank percentile.
+        let at = |p: f64| ms[((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+        Latency {
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: ms[ms.len() - 1],
+            mean_ms: ms.iter().sum::<f64>() / ms.len() as f64,
+        }
+    }
 }
 
 /// One retriever's recall, in percent.
@@ -34,14 +66,23 @@ pub struct RecallRow {
     /// Against the first retriever (none for the first): recall@2 and @5 paired per question,
     /// with 95% bootstrap intervals.
     pub against_first: Option<(Interval, Interval)>,
+    /// How long each question's ranking took (top 20, in this process).
+    pub latency: Latency,
 }
 
 impl CorpusRecall {
     pub fn to_markdown(&self) -> String {
         let first = self.rows.first().map_or("", |r| r.retriever.as_str());
         let mut s = format!(
-            "{}: {} questions against one corpus of {} documents ({} passages)\n\n| retriever | recall@2 | recall@5 | recall@2 - {first} | recall@5 - {first} |\n|---|---:|---:|---:|---:|\n",
-            self.dataset, self.questions, self.documents, self.passages
+            "{}: {} questions against one corpus of {} documents ({} passages); add {:.1} s{}\n\n| retriever | recall@2 | recall@5 | recall@2 - {first} | recall@5 - {first} | ms p50 / p99 |\n|---|---:|---:|---:|---:|---:|\n",
+            self.dataset,
+            self.questions,
+            self.documents,
+            self.passages,
+            self.add_secs,
+            self.embed_secs
+                .map(|e| format!(", embedding {e:.1} s"))
+                .unwrap_or_default()
         );
         let show = |i: &Interval| format!("{:+.1} [{:+.1}, {:+.1}]", i.mean, i.low, i.high);
         for r in &self.rows {
@@ -50,8 +91,8 @@ impl CorpusRecall {
                 None => (String::new(), String::new()),
             };
             s.push_str(&format!(
-                "| {} | {:.1} | {:.1} | {a} | {b} |\n",
-                r.retriever, r.recall_at_2, r.recall_at_5
+                "| {} | {:.1} | {:.1} | {a} | {b} | {:.1} / {:.1} |\n",
+                r.retriever, r.recall_at_2, r.recall_at_5, r.latency.p50_ms, r.latency.p99_ms
             ));
         }
         s
@@ -112,20 +153,29 @@ pub fn corpus_recall(
     embedder: Option<&dyn crate::embed::Embedder>,
     mut progress: impl FnMut(&str, usize, usize),
 ) -> Result<CorpusRecall, CorpusError> {
+    let started = Instant::now();
     add_paragraphs(items, corpus, &mut progress)?;
+    let add_secs = started.elapsed().as_secs_f64();
     let golds: Vec<BTreeSet<String>> = items.iter().map(gold_paragraphs).collect();
+    let mut embed_secs = None;
     if let (true, Some(embedder)) = (retrievers.contains(&Retriever::Dense), embedder) {
+        let started = Instant::now();
         corpus.embed_missing(embedder, 64, |done, total| {
             progress("embedding passages", done, total)
         })?;
+        embed_secs = Some(started.elapsed().as_secs_f64());
     }
     let mut rows = Vec::new();
     for &retriever in retrievers {
         let mut per_question = Vec::with_capacity(items.len());
+        let mut took = Vec::with_capacity(items.len());
         for (n, (item, gold)) in items.iter().zip(&golds).enumerate() {
             // Documents in rank order, each once.
             let mut docs: Vec<String> = Vec::new();
-            for (doc, _) in corpus.rank(retriever, &item.question, 20, embedder)? {
+            let started = Instant::now();
+            let ranked = corpus.rank(retriever, &item.question, 20, embedder)?;
+            took.push(started.elapsed().as_secs_f64() * 1000.0);
+            for (doc, _) in ranked {
                 if !docs.contains(&doc) {
                     docs.push(doc);
                 }
@@ -164,6 +214,7 @@ pub fn corpus_recall(
             recall_at_5: mean(&|q| q.1),
             per_question,
             against_first,
+            latency: Latency::of(took),
         });
     }
     let documents = corpus.list()?.len();
@@ -173,6 +224,8 @@ pub fn corpus_recall(
         questions: items.len(),
         documents,
         passages,
+        add_secs,
+        embed_secs,
         rows,
     })
 }
@@ -180,4 +233,19 @@ pub fn corpus_recall(
 /// The id a paragraph has in the corpus (the SHA-256 of its document text, hex).
 pub fn paragraph_id(title: &str, sentences: &[String]) -> String {
     crate::corpus::doc_id(&paragraph_document(title, sentences))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_is_the_nearest_rank_percentile() {
+        let l = Latency::of((1..=100).rev().map(f64::from).collect());
+        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (50.0, 99.0, 100.0));
+        assert!((l.mean_ms - 50.5).abs() < 1e-9);
+        let one = Latency::of(vec![7.0]);
+        assert_eq!((one.p50_ms, one.p99_ms), (7.0, 7.0));
+        assert_eq!(Latency::of(Vec::new()).max_ms, 0.0);
+    }
 }

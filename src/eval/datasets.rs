@@ -66,8 +66,11 @@ pub(crate) fn err(path: &Path, line: Option<usize>, message: impl Into<String>) 
     }
 }
 
+/// The text of a dataset file, gunzipped when it is gzip (`*.json.gz`).
 fn read(path: &Path) -> Result<String, DatasetError> {
-    std::fs::read_to_string(path).map_err(|e| err(path, None, format!("cannot read: {e}")))
+    let bytes = crate::fsutil::read_maybe_gz(path)
+        .map_err(|e| err(path, None, format!("cannot read: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| err(path, None, format!("not UTF-8: {e}")))
 }
 
 /// The JSON values of a jsonl file, with their line numbers (blank lines skipped).

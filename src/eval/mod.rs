@@ -12,6 +12,7 @@ pub mod experiment;
 pub mod items;
 pub mod longbench_style;
 pub mod metrics;
+pub mod pair;
 pub mod paired;
 pub mod plot;
 pub mod report;

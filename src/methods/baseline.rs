@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 
-use super::method::{wrong_memory, Family, Method, MethodSpec, Recorded, Role};
+use super::method::{wrong_memory, Family, Form, Method, MethodSpec, Recorded, Role};
 use super::spec::{MemoryKind, MethodError, Prepared};
 
 use super::Ctx;
@@ -50,70 +50,95 @@ pub enum Baseline {
     Full,
 }
 
+/// Every baseline name, in the order of the help.
+pub const FORMS: &[Form<Baseline>] = &[
+    Form {
+        pattern: "bm25-topK",
+        effect: "the K best ~600-token segments by BM25 (the paper's row)",
+        make: Baseline::Bm25,
+    },
+    Form {
+        pattern: "contriever-topK",
+        effect: "the K best segments by the embedder (the paper's Contriever row)",
+        make: Baseline::Dense,
+    },
+    Form {
+        pattern: "bm25-sentencesN",
+        effect: "N tokens of the best sentences by BM25, each with its neighbours",
+        make: Baseline::Bm25Sentences,
+    },
+    Form {
+        pattern: "bm25-passagesN",
+        effect: "N tokens of the document's best passages by BM25",
+        make: Baseline::Bm25Passages,
+    },
+    Form {
+        pattern: "contriever-passagesN",
+        effect: "N tokens of the best passages by the embedder",
+        make: Baseline::DensePassages,
+    },
+    Form {
+        pattern: "bm25-hop-passagesN",
+        effect: "bm25-passagesN with the hop: the best passage, then the own passages of the names it holds",
+        make: Baseline::Bm25HopPassages,
+    },
+    Form {
+        pattern: "bm25-own-hop-passagesN",
+        effect: "the hop from the passages titled with the question's names (the `fast` preset)",
+        make: Baseline::Bm25OwnHopPassages,
+    },
+    Form {
+        pattern: "vanilla-left",
+        effect: "the document's start, truncated to the window",
+        make: |_| Baseline::VanillaLeft,
+    },
+    Form {
+        pattern: "vanilla-right",
+        effect: "the document's end, truncated to the window",
+        make: |_| Baseline::VanillaRight,
+    },
+    Form {
+        pattern: "full",
+        effect: "the whole document, for long-context models",
+        make: |_| Baseline::Full,
+    },
+];
+
+impl Baseline {
+    /// The number the baseline's name carries (0 for none).
+    fn number(self) -> usize {
+        match self {
+            Baseline::Bm25(n)
+            | Baseline::Bm25Sentences(n)
+            | Baseline::Dense(n)
+            | Baseline::Bm25Passages(n)
+            | Baseline::Bm25HopPassages(n)
+            | Baseline::Bm25OwnHopPassages(n)
+            | Baseline::DensePassages(n) => n,
+            Baseline::VanillaLeft | Baseline::VanillaRight | Baseline::Full => 0,
+        }
+    }
+}
+
 impl FromStr for Baseline {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let k = |prefix: &str| {
-            s.strip_prefix(prefix)
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|&n| n >= 1)
-        };
-        match s {
-            "vanilla-left" => Ok(Baseline::VanillaLeft),
-            "vanilla-right" => Ok(Baseline::VanillaRight),
-            "full" => Ok(Baseline::Full),
-            _ => {
-                if let Some(n) = k("bm25-top") {
-                    Ok(Baseline::Bm25(n))
-                } else if let Some(n) = k("bm25-sentences")
-                    .filter(|n| s.strip_prefix("bm25-sentences") == Some(n.to_string().as_str()))
-                {
-                    Ok(Baseline::Bm25Sentences(n))
-                } else if let Some(n) = k("contriever-top") {
-                    Ok(Baseline::Dense(n))
-                } else if let Some(n) = k("bm25-passages")
-                    .filter(|n| s.strip_prefix("bm25-passages") == Some(n.to_string().as_str()))
-                {
-                    Ok(Baseline::Bm25Passages(n))
-                } else if let Some(n) = k("bm25-hop-passages")
-                    .filter(|n| s.strip_prefix("bm25-hop-passages") == Some(n.to_string().as_str()))
-                {
-                    Ok(Baseline::Bm25HopPassages(n))
-                } else if let Some(n) = k("bm25-own-hop-passages").filter(|n| {
-                    s.strip_prefix("bm25-own-hop-passages") == Some(n.to_string().as_str())
-                }) {
-                    Ok(Baseline::Bm25OwnHopPassages(n))
-                } else if let Some(n) = k("contriever-passages").filter(|n| {
-                    s.strip_prefix("contriever-passages") == Some(n.to_string().as_str())
-                }) {
-                    Ok(Baseline::DensePassages(n))
-                } else {
-                    Err(format!("unknown baseline '{s}' (bm25-topK, bm25-sentencesN, bm25-passagesN, bm25-hop-passagesN, bm25-own-hop-passagesN, contriever-topK, contriever-passagesN, vanilla-left, vanilla-right, full)"))
-                }
-            }
-        }
+        Form::parse(FORMS, s).ok_or_else(|| format!("unknown baseline '{s}' ({})", names()))
     }
 }
 
 impl fmt::Display for Baseline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Baseline::Bm25(k) => write!(f, "bm25-top{k}"),
-            Baseline::Bm25Sentences(n) => write!(f, "bm25-sentences{n}"),
-            Baseline::Dense(k) => write!(f, "contriever-top{k}"),
-            Baseline::Bm25Passages(n) => write!(f, "bm25-passages{n}"),
-            Baseline::Bm25HopPassages(n) => write!(f, "bm25-hop-passages{n}"),
-            Baseline::Bm25OwnHopPassages(n) => write!(f, "bm25-own-hop-passages{n}"),
-            Baseline::DensePassages(n) => write!(f, "contriever-passages{n}"),
-            Baseline::VanillaLeft => f.write_str("vanilla-left"),
-            Baseline::VanillaRight => f.write_str("vanilla-right"),
-            Baseline::Full => f.write_str("full"),
-        }
+        f.write_str(&Form::name(FORMS, self, self.number()).ok_or(fmt::Error)?)
     }
 }
 
+fn names() -> String {
+    Form::help(FORMS)
+}
+
 pub const FAMILY: Family = Family {
-    names: "bm25-topK, bm25-sentencesN (N tokens of the best sentences), bm25-passagesN and contriever-passagesN (N tokens of the best passages), bm25-hop-passagesN (bm25-passagesN with the hop to the own passages of the names the best passage holds), bm25-own-hop-passagesN (the hop from the passages titled with the question's names), contriever-topK, vanilla-left, vanilla-right, full",
+    names,
     parse: |name| name.parse::<Baseline>().ok().map(MethodSpec::new),
 };
 

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::baseline::{hop_by_title, one_prompt_answer, segment_spans, Baseline};
-use super::method::{wrong_memory, Family, Method, MethodSpec};
+use super::method::{wrong_memory, Family, Form, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::answer::{
@@ -30,9 +30,10 @@ use crate::answer::{
 use crate::config::NavigateConfig;
 use crate::llm::{JsonSchema, Message};
 use crate::memory::Memory;
+use crate::navigate::check::says_missing;
 use crate::prompts::PromptId;
 use crate::text::passages::{own_units, title_key, unit_titles, MIN_NAME};
-use crate::text::{occurs_in, span, Bm25};
+use crate::text::{occurs_in, span, Bm25, Span};
 
 /// At most this many passages a hop reads: an entity's own passage, or two where two
 /// passages carry its title. Set before any measurement.
@@ -49,38 +50,61 @@ pub struct Chain {
     /// each answered over its own context (`bm25-own-hop-passagesN`'s for the sub-question,
     /// the answers so far above it); the last answer answers the question.
     pub decompose: bool,
+    /// With `decompose`: the last sub-question is not asked; the question itself is answered
+    /// in one final call from the answers found, stated, above the last sub-question's
+    /// passages and then the question's own (`chain-decompose-final-passagesN`). A sub-question
+    /// that names an answer not yet found is skipped, and a hop answered "no information"
+    /// ends the chain (the final call then reads what was found and the question's passages).
+    pub final_call: bool,
+}
+
+/// Every chain name, in the order of the help.
+pub const FORMS: &[Form<Chain>] = &[
+    Form {
+        pattern: "chain-passagesN",
+        effect: "one hop at a time: each hop reads one entity's own passages, at most N tokens, and states the fact the question needs next; the answer reads the path's triples above the passages read",
+        make: |n| Chain::new(n, false, false, false),
+    },
+    Form {
+        pattern: "chain-facts-passagesN",
+        effect: "chain-passagesN, the answer reading the triples alone",
+        make: |n| Chain::new(n, true, false, false),
+    },
+    Form {
+        pattern: "chain-decompose-passagesN",
+        effect: "the model's sub-questions, each answered over its own N tokens of passages with the answers so far above them; the last answer is the answer",
+        make: |n| Chain::new(n, false, true, false),
+    },
+    Form {
+        pattern: "chain-decompose-final-passagesN",
+        effect: "chain-decompose-passagesN, but the question itself is answered last, from the answers found stated above the last hop's passages and the question's own",
+        make: |n| Chain::new(n, false, true, true),
+    },
+];
+
+impl Chain {
+    const fn new(passages: usize, facts_only: bool, decompose: bool, final_call: bool) -> Chain {
+        Chain {
+            passages,
+            facts_only,
+            decompose,
+            final_call,
+        }
+    }
 }
 
 pub const FAMILY: Family = Family {
-    names: "chain-passagesN (one hop at a time: each hop reads one entity's own passages, at most N tokens, and states the fact the question needs next; the answer reads the path's triples above the passages read), chain-facts-passagesN (the answer reads the triples alone), chain-decompose-passagesN (the model's sub-questions, each answered over its own N tokens of passages with the answers so far above them)",
+    names: || Form::help(FORMS),
     parse: |name| parse(name).map(MethodSpec::new),
 };
 
 fn parse(name: &str) -> Option<Chain> {
-    let (rest, facts_only, decompose) =
-        if let Some(rest) = name.strip_prefix("chain-facts-passages") {
-            (rest, true, false)
-        } else if let Some(rest) = name.strip_prefix("chain-decompose-passages") {
-            (rest, false, true)
-        } else {
-            (name.strip_prefix("chain-passages")?, false, false)
-        };
-    let n: usize = rest.parse().ok().filter(|&n| n >= 1)?;
-    (n.to_string() == rest).then_some(Chain {
-        passages: n,
-        facts_only,
-        decompose,
-    })
+    Form::parse(FORMS, name)
 }
 
 impl std::fmt::Display for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let variant = match (self.facts_only, self.decompose) {
-            (true, _) => "-facts",
-            (_, true) => "-decompose",
-            _ => "",
-        };
-        write!(f, "chain{variant}-passages{}", self.passages)
+        f.write_str(&Form::name(FORMS, self, self.passages).ok_or(std::fmt::Error)?)
     }
 }
 
@@ -218,18 +242,35 @@ impl Chain {
             trace.failures = failures;
             return Ok(trace);
         }
-        let mut steps = vec![decomposition];
-        let mut answers: Vec<String> = Vec::new();
-        let mut asked: Vec<String> = Vec::new();
-        let mut used: Vec<usize> = Vec::new();
-        let mut read = Vec::new();
+        let mut hops = Hops {
+            steps: vec![decomposition],
+            failures,
+            ..Hops::default()
+        };
+        // Each sub-question's answer by position (`#k` is the k-th sub-question's answer).
+        let mut by_position: Vec<Option<String>> = Vec::new();
+        let mut last_sub: Option<String> = None;
         let mut last = (String::new(), String::new(), Vec::new(), Vec::new());
         for (k, sub) in subs.iter().enumerate() {
             let mut sub_k = sub.clone();
-            for j in (1..=answers.len()).rev() {
-                sub_k = sub_k.replace(&format!("#{j}"), &answers[j - 1]);
+            for j in (1..=by_position.len()).rev() {
+                if let Some(a) = &by_position[j - 1] {
+                    sub_k = sub_k.replace(&format!("#{j}"), a);
+                }
             }
+            by_position.push(None);
             let is_last = k + 1 == subs.len();
+            if self.final_call {
+                if names_unfound(&sub_k) {
+                    hops.notes
+                        .push(format!("skipped \"{sub_k}\": it names an answer not found"));
+                    continue;
+                }
+                if is_last {
+                    last_sub = Some(sub_k);
+                    break;
+                }
+            }
             let sub_q = if is_last {
                 with_options(&sub_k, options)
             } else {
@@ -237,20 +278,9 @@ impl Chain {
             };
             let shown =
                 own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, &sub_q)?;
-            let found: Vec<String> = asked
-                .iter()
-                .zip(&answers)
-                .enumerate()
-                .map(|(i, (s, a))| format!("{}. {s} {a}", i + 1))
-                .collect();
-            let text = if found.is_empty() {
-                shown.text.clone()
-            } else {
-                format!(
-                    "Answers found so far:\n{}\n\n{}",
-                    found.join("\n"),
-                    shown.text
-                )
+            let text = match found_block(&hops.found) {
+                None => shown.text.clone(),
+                Some(found) => format!("Answers found so far:\n{found}\n\n{}", shown.text),
             };
             let Answered {
                 answer,
@@ -272,12 +302,25 @@ impl Chain {
                 StepKind::Hop
             };
             step.reason = format!("{sub_k} -> {answer}");
-            steps.push(step);
-            used.extend(shown.segments.iter().copied());
-            read.extend(shown.spans.iter().copied());
-            asked.push(sub_k);
-            last = (answer.clone(), reasoning, shown.segments, shown.spans);
-            answers.push(answer);
+            hops.used.extend(shown.segments.iter().copied());
+            hops.read.extend(shown.spans.iter().copied());
+            if self.final_call && (answer.is_empty() || says_missing(&answer).is_some()) {
+                step.note = format!("{}; no answer found: the chain ends", step.note);
+                step.ended = true;
+                hops.steps.push(step);
+                break;
+            }
+            hops.steps.push(step);
+            by_position[k] = Some(answer.clone());
+            hops.found.push((sub_k, answer.clone()));
+            last = (answer, reasoning, shown.segments, shown.spans);
+        }
+        if self.final_call {
+            return self
+                .answer_last(
+                    ctx, nav, memory, question, options, q, last_sub, hops, before,
+                )
+                .await;
         }
         let after = ctx.llm.ledger().snapshot().total();
         let (answer, reasoning, final_segments, final_spans) = last;
@@ -286,6 +329,7 @@ impl Chain {
         } else {
             option_letter(&answer, options)
         };
+        let mut used = hops.used;
         used.sort_unstable();
         used.dedup();
         let mut trace = Trace {
@@ -293,17 +337,159 @@ impl Chain {
             question: question.to_string(),
             answer,
             reasoning,
-            steps,
+            steps: hops.steps,
             segments_used: used,
             final_segments,
-            failures,
+            failures: hops.failures,
             answer_spans: span::merge(final_spans),
-            read_spans: span::merge(read),
+            read_spans: span::merge(hops.read),
             ..Trace::default()
         };
         trace.set_cost(&before, &after);
         Ok(trace)
     }
+
+    /// `chain-decompose-final-passagesN`'s last call: the question itself, over the answers
+    /// found (stated, one a line) above the last sub-question's passages and then the
+    /// question's own (`bm25-own-hop-passagesN`'s for each), within N tokens.
+    #[allow(clippy::too_many_arguments)]
+    async fn answer_last(
+        &self,
+        ctx: &Ctx<'_>,
+        nav: &NavigateConfig,
+        memory: &Memory,
+        question: &str,
+        options: &[String],
+        q: &str,
+        last_sub: Option<String>,
+        hops: Hops,
+        before: crate::llm::StageStats,
+    ) -> Result<Trace, MethodError> {
+        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
+        // The last sub-question's passages first (the hop the answer is likeliest in), then
+        // the question's own (what `bm25-own-hop-passagesN` shows). Chosen on items 1-10 of
+        // the three datasets over the two taken in turn (eval/notebook/chain.md).
+        let mut order: Vec<usize> = Vec::new();
+        if let Some(sub) = &last_sub {
+            let shown =
+                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, sub)?;
+            order.extend(shown.segments);
+        }
+        let own = own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, q)?;
+        for u in own.segments {
+            if !order.contains(&u) {
+                order.push(u);
+            }
+        }
+        let view = super::navigators::passage_view(
+            memory,
+            crate::text::passages::cap(nav.passage_tokens),
+            None,
+        )?;
+        let header = found_block(&hops.found)
+            .map(|f| format!("Answers found, one question at a time:\n{f}"))
+            .unwrap_or_default();
+        // The room counts the answers found as part of the question.
+        let (passages, shown) = ctx
+            .window
+            .within(self.passages)
+            .fit(
+                ctx.prompts,
+                PromptId::Answer,
+                &format!("{q}\n{header}"),
+                &view,
+                &order,
+                &[],
+            )
+            .map_err(AnswerError::from)?;
+        let text = if header.is_empty() {
+            passages
+        } else {
+            format!("{header}\n\n{passages}")
+        };
+        let mut notes = hops.notes;
+        notes.push(format!(
+            "{} answer(s) found; {} passage(s) shown, {}",
+            hops.found.len(),
+            shown.len(),
+            match &last_sub {
+                Some(sub) => format!("\"{sub}\"'s first, then the question's"),
+                None => "the question's own".to_string(),
+            }
+        ));
+        let Answered {
+            answer,
+            reasoning,
+            step,
+        } = answer_step(
+            ctx.llm,
+            ctx.prompts,
+            q,
+            &text,
+            shown.clone(),
+            notes.join("; "),
+        )
+        .await?;
+        let after = ctx.llm.ledger().snapshot().total();
+        let answer = if options.is_empty() {
+            answer.trim().to_string()
+        } else {
+            option_letter(&answer, options)
+        };
+        let mut used = hops.used;
+        used.extend(shown.iter().copied());
+        used.sort_unstable();
+        used.dedup();
+        let mut steps = hops.steps;
+        steps.push(step);
+        let mut trace = Trace {
+            method: self.name(),
+            question: question.to_string(),
+            answer,
+            reasoning,
+            steps,
+            segments_used: used,
+            final_segments: shown,
+            failures: hops.failures,
+            ..Trace::default()
+        };
+        trace.set_spans(&segment_spans(&view));
+        trace.set_cost(&before, &after);
+        Ok(trace)
+    }
+}
+
+/// What a decomposition's hops found: the sub-questions answered with their answers, the
+/// units and spans read, the trace steps, the failures and notes recorded.
+#[derive(Default)]
+struct Hops {
+    found: Vec<(String, String)>,
+    used: Vec<usize>,
+    read: Vec<Span>,
+    steps: Vec<Step>,
+    failures: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The sub-questions answered, one a line (`1. Who directed Jaws? Steven Spielberg`); None
+/// when there are none.
+fn found_block(found: &[(String, String)]) -> Option<String> {
+    (!found.is_empty()).then(|| {
+        found
+            .iter()
+            .enumerate()
+            .map(|(i, (s, a))| format!("{}. {s} {a}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// Whether a sub-question still holds a `#k` placeholder (an answer not found, or a
+/// decomposition that used `#1` before any answer).
+fn names_unfound(sub: &str) -> bool {
+    sub.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'#' && w[1].is_ascii_digit())
 }
 
 /// What the hops found: the triples in order, the units read (in the order first read), the
@@ -668,6 +854,7 @@ mod tests {
             "chain-passages400",
             "chain-facts-passages200",
             "chain-decompose-passages400",
+            "chain-decompose-final-passages400",
         ] {
             assert_eq!(parse(name).unwrap().to_string(), name);
         }
@@ -677,9 +864,24 @@ mod tests {
             "chain-passages",
             "chain",
             "chain-facts-passages",
+            "chain-decompose-final-passages",
+            "chain-final-passages400",
         ] {
             assert!(parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_placeholder_left_is_an_answer_not_found() {
+        assert!(names_unfound("Which film is #1?"));
+        assert!(names_unfound("Where was #12 born?"));
+        assert!(!names_unfound("Where was Luis Mandoki born?"));
+        assert!(!names_unfound("Who won the #one prize?"));
+        assert_eq!(found_block(&[]), None);
+        assert_eq!(
+            found_block(&[("Who directed Jaws?".into(), "Steven Spielberg".into())]).unwrap(),
+            "1. Who directed Jaws? Steven Spielberg"
+        );
     }
 
     #[test]

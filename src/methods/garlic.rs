@@ -524,7 +524,7 @@ impl Garlic {
 pub struct GarlicMethod;
 
 pub const FAMILY: super::method::Family = super::method::Family {
-    names: "garlic",
+    names: || "garlic".to_string(),
     parse: |name| (name == "garlic").then(|| super::method::MethodSpec::new(GarlicMethod)),
 };
 

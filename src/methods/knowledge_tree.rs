@@ -850,7 +850,7 @@ impl KnowledgeTree {
 pub struct KtMethod(pub Variant);
 
 pub const FAMILY: super::method::Family = super::method::Family {
-    names: "knowledge-tree, memwalker",
+    names: || "knowledge-tree, memwalker".to_string(),
     parse: |name| {
         let variant = match name {
             "knowledge-tree" => Variant::KnowledgeTree,

@@ -90,10 +90,60 @@ pub enum Recorded {
 
 /// A family of methods: the names it answers to (for help and error messages) and its parser.
 pub struct Family {
-    /// The family's names as users write them, e.g. "bm25-topK, contriever-topK".
-    pub names: &'static str,
+    /// The family's names as users write them, with what each does, e.g. "bm25-topK (the K
+    /// best segments by BM25), ..."; made from the family's own table where it has one.
+    pub names: fn() -> String,
     /// The method a name stands for, if it is one of this family's.
     pub parse: fn(&str) -> Option<MethodSpec>,
+}
+
+/// A name of a family's table: its pattern (a trailing `K` or `N` stands for the number it
+/// takes, at least 1, written plainly), what it does, and the method it makes. A family with
+/// such a table parses, names and describes its methods from it alone.
+pub struct Form<T> {
+    pub pattern: &'static str,
+    pub effect: &'static str,
+    pub make: fn(usize) -> T,
+}
+
+impl<T: PartialEq> Form<T> {
+    /// The pattern's fixed part and whether a number follows it.
+    fn prefix(&self) -> (&'static str, bool) {
+        match self.pattern.strip_suffix(['K', 'N']) {
+            Some(prefix) => (prefix, true),
+            None => (self.pattern, false),
+        }
+    }
+
+    /// The method `name` stands for in `forms`, if any.
+    pub fn parse(forms: &[Form<T>], name: &str) -> Option<T> {
+        forms.iter().find_map(|form| match form.prefix() {
+            (prefix, false) => (name == prefix).then(|| (form.make)(0)),
+            (prefix, true) => {
+                let n = name.strip_prefix(prefix)?;
+                let k: usize = n.parse().ok().filter(|&k| k >= 1)?;
+                (k.to_string() == n).then(|| (form.make)(k))
+            }
+        })
+    }
+
+    /// The name of `method` (whose number is `n`, 0 for none) in `forms`.
+    pub fn name(forms: &[Form<T>], method: &T, n: usize) -> Option<String> {
+        let form = forms.iter().find(|form| (form.make)(n) == *method)?;
+        Some(match form.prefix() {
+            (prefix, true) => format!("{prefix}{n}"),
+            (prefix, false) => prefix.to_string(),
+        })
+    }
+
+    /// Every pattern with what it does, comma-separated.
+    pub fn help(forms: &[Form<T>]) -> String {
+        forms
+            .iter()
+            .map(|f| format!("{} ({})", f.pattern, f.effect))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A method, by the name used on the command line and in reports: a shared handle on a

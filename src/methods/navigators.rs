@@ -53,10 +53,35 @@ pub struct Navigate {
     pub path: bool,
 }
 
-pub const FAMILY: Family = Family {
-    names: "kn, ges, te, kn-no-reflection, kn-no-navigation, te-no-navigation, no-graph-update, no-open-entity, each with the modifiers of MODIFIERS in their order: -cooccurrence (over the co-occurrence memory, built with no LLM call), -bridge (KN, TE: the start ordered for the second hop), -own (with -hop: the hop from E_s's own passages), -hop (KN, TE: the start's best unit, then the own passages of the entities it names; GES: its ranking so ordered), -final-s-mix (KN), -final-filled (KN: the last S_mix filled to the budget), -answer-topN, -passagesN (navigate and answer over the document's passages, at most N tokens a prompt), -sentencesN (the final answer from N tokens of sentences), -checkP (KN: stop when the check's P(answerable) >= P%), -relevance-order, -path (KN: the relations its trials followed above the final answer's units); e.g. kn-passages400, kn-sentences1000-check44",
-    parse,
-};
+pub const FAMILY: Family = Family { names, parse };
+
+/// The navigators' names: the bases, then every modifier of [`MODIFIERS`] with its effect.
+fn names() -> String {
+    let modifiers: Vec<String> = MODIFIERS
+        .iter()
+        .map(|m| {
+            let n = if m.numbered { "N" } else { "" };
+            format!("{}{n} ({})", m.suffix, m.effect)
+        })
+        .collect();
+    format!(
+        "{}, each with the modifiers in this order: {}; e.g. kn-passages400, kn-sentences1000-check44",
+        BASES.join(", "),
+        modifiers.join(", ")
+    )
+}
+
+/// The navigators' bases: the paper's three navigators, their ablations, the ablation memories.
+pub const BASES: [&str; 8] = [
+    "kn",
+    "ges",
+    "te",
+    "kn-no-reflection",
+    "kn-no-navigation",
+    "te-no-navigation",
+    "no-graph-update",
+    "no-open-entity",
+];
 
 /// A modifier of a navigator's name: its suffix, whether a number follows it, what it does,
 /// and how it is read from and written into a [`Navigate`]. The one table of them: `parse`
@@ -399,4 +424,38 @@ pub(crate) fn passage_view(
         crate::embed::index_segments(&mut view, embedder)?;
     }
     Ok(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The help is the table: every base and every modifier it lists parses (the modifier on
+    /// a base it applies to) and names itself back.
+    #[test]
+    fn every_base_and_modifier_of_the_help_is_a_name() {
+        let help = names();
+        for base in BASES {
+            assert!(help.contains(base), "{base}");
+            let spec = parse(base).unwrap_or_else(|| panic!("{base} does not parse"));
+            assert_eq!(spec.name(), base);
+        }
+        for m in MODIFIERS {
+            let suffix = if m.numbered {
+                format!("{}40", m.suffix)
+            } else {
+                m.suffix.to_string()
+            };
+            assert!(help.contains(m.suffix), "{}", m.suffix);
+            // -own needs -hop; the others stand on kn alone.
+            let name = match m.suffix {
+                "-own" => "kn-own-hop".to_string(),
+                _ => format!("kn{suffix}"),
+            };
+            let spec = parse(&name).unwrap_or_else(|| panic!("{name} does not parse"));
+            assert_eq!(spec.name(), name);
+        }
+        assert!(parse("kn-passages0").is_none());
+        assert!(parse("kn-own").is_none(), "-own without -hop");
+    }
 }

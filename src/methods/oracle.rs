@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::{one_prompt_answer, ShownText};
-use super::method::{wrong_memory, Family, Method, MethodSpec};
+use super::method::{wrong_memory, Family, Form, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
 use crate::answer::{answer_step, AnswerError, Step, StepKind, Trace};
@@ -82,26 +82,39 @@ impl GoldHop {
     }
 }
 
-pub const FAMILY: Family = Family {
-    names: "gold-sentences, gold-passages, gold-triples (2Wiki: the gold path's triples alone), gold-chain (one hop at a time along the gold path, each over its own gold paragraph)",
-    parse: |name| match name {
-        "gold-sentences" => Some(MethodSpec::new(Oracle::GoldSentences)),
-        "gold-passages" => Some(MethodSpec::new(Oracle::GoldPassages)),
-        "gold-triples" => Some(MethodSpec::new(Oracle::GoldTriples)),
-        "gold-chain" => Some(MethodSpec::new(Oracle::GoldChain)),
-        _ => None,
+/// Every oracle row's name.
+pub const FORMS: &[Form<Oracle>] = &[
+    Form {
+        pattern: "gold-sentences",
+        effect: "the gold supporting sentences under their passages' titles",
+        make: |_| Oracle::GoldSentences,
     },
+    Form {
+        pattern: "gold-passages",
+        effect: "the passages holding a gold sentence, whole",
+        make: |_| Oracle::GoldPassages,
+    },
+    Form {
+        pattern: "gold-triples",
+        effect: "2Wiki: the gold path's triples alone",
+        make: |_| Oracle::GoldTriples,
+    },
+    Form {
+        pattern: "gold-chain",
+        effect: "one hop at a time along the gold path, each over its own gold paragraph",
+        make: |_| Oracle::GoldChain,
+    },
+];
+
+pub const FAMILY: Family = Family {
+    names: || Form::help(FORMS),
+    parse: |name| Form::parse(FORMS, name).map(MethodSpec::new),
 };
 
 #[async_trait]
 impl Method for Oracle {
     fn name(&self) -> String {
-        match self {
-            Oracle::GoldSentences => "gold-sentences".into(),
-            Oracle::GoldPassages => "gold-passages".into(),
-            Oracle::GoldTriples => "gold-triples".into(),
-            Oracle::GoldChain => "gold-chain".into(),
-        }
+        Form::name(FORMS, self, 0).unwrap_or_default()
     }
 
     fn memory_kind(&self) -> MemoryKind {

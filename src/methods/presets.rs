@@ -61,11 +61,11 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "chain",
-        method: "chain-decompose-passages400",
+        method: "chain-decompose-final-passages400",
         trials: Some(4),
-        calls: "3-5",
+        calls: "2-5",
         llm_build: false,
-        purpose: "experimental: the question's sub-questions answered one at a time, each over its own 400 tokens of passages with the answers so far above them (multi-hop questions; see eval/notebook/chain.md)",
+        purpose: "experimental, for multi-hop questions: the question's sub-questions answered one at a time, each over its own 400 tokens of passages, then the question itself from the answers found (see eval/notebook/chain.md)",
     },
 ];
 

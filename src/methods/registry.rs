@@ -19,15 +19,15 @@ pub const FAMILIES: &[&Family] = &[
 ];
 
 /// Each family's names, in the registry's order (`qrmem methods`).
-pub fn method_families() -> Vec<&'static str> {
-    FAMILIES.iter().map(|f| f.names).collect()
+pub fn method_families() -> Vec<String> {
+    FAMILIES.iter().map(|f| (f.names)()).collect()
 }
 
 /// The names of every method, comma-separated.
 pub fn method_names() -> String {
     FAMILIES
         .iter()
-        .map(|f| f.names)
+        .map(|f| (f.names)())
         .collect::<Vec<_>>()
         .join(", ")
 }

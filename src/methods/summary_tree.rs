@@ -476,7 +476,7 @@ impl SummaryTree {
 pub struct SummaryTreeMethod;
 
 pub const FAMILY: super::method::Family = super::method::Family {
-    names: "summary-tree",
+    names: || "summary-tree".to_string(),
     parse: |name| {
         (name == "summary-tree").then(|| super::method::MethodSpec::new(SummaryTreeMethod))
     },

@@ -23,7 +23,7 @@ const CUT: &str = "\n\n[...]\n\n";
 pub struct VanillaMiddle;
 
 pub const FAMILY: Family = Family {
-    names: "vanilla-middle",
+    names: || "vanilla-middle".to_string(),
     parse: |name| (name == "vanilla-middle").then(|| MethodSpec::new(VanillaMiddle)),
 };
 

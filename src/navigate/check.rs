@@ -142,7 +142,7 @@ fn is_polar(question: &str) -> bool {
 }
 
 /// The phrase of `reasoning` that says the text lacks the information, if any.
-fn says_missing(reasoning: &str) -> Option<&'static str> {
+pub(crate) fn says_missing(reasoning: &str) -> Option<&'static str> {
     const CUES: [&str; 16] = [
         "not provide",
         "no information",

@@ -5,7 +5,7 @@
 //! per-question diagnostics are read from the trace (`diagnostics`).
 
 mod bridge;
-mod check;
+pub(crate) mod check;
 mod diagnostics;
 mod ges;
 mod kn;
