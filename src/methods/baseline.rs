@@ -321,7 +321,7 @@ pub(super) fn hop_by_title(
 
 /// What `baseline` shows for question `q` over `memory`'s units (the passage baselines expect
 /// the passage view), with no LLM call.
-fn context(
+pub(super) fn context(
     baseline: Baseline,
     prompts: &Prompts,
     embedder: &dyn crate::embed::Embedder,

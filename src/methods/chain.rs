@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::baseline::{hop_by_title, one_prompt_answer, segment_spans, Baseline};
+use super::baseline::{context, hop_by_title, one_prompt_answer, segment_spans, Baseline};
 use super::method::{wrong_memory, Family, Form, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
@@ -143,19 +143,18 @@ impl Method for Chain {
         let cap = crate::text::passages::cap(nav.passage_tokens);
         let before = ctx.llm.ledger().snapshot().total();
         let q = with_options(question, options);
+        // The passage view every context of the chain reads (`bm25-own-hop-passagesN`'s own).
+        let view = super::navigators::passage_view(memory, cap, None)?;
         if self.decompose {
-            // Each sub-question's context makes its own passage view (`context_of`).
             return self
-                .decomposed(ctx, nav, memory, question, options, &q, before)
+                .decomposed(ctx, nav, &view, question, options, &q, before)
                 .await;
         }
-        let view = super::navigators::passage_view(memory, cap, None)?;
         let walked = self.walk(ctx, nav.max_trials.max(1), &view, &q).await?;
         if walked.facts.is_empty() {
             // The chain broke before its first fact: the one-shot answer from the same start.
             let fallback = Baseline::Bm25OwnHopPassages(self.passages);
-            let mut shown =
-                fallback.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, &q)?;
+            let mut shown = context(fallback, ctx.prompts, ctx.embedder, ctx.window, &view, &q)?;
             shown.note = format!(
                 "the chain found no fact: one-shot answer from {fallback}'s context ({})",
                 shown.note
@@ -192,7 +191,7 @@ impl Chain {
         &self,
         ctx: &Ctx<'_>,
         nav: &NavigateConfig,
-        memory: &Memory,
+        view: &Memory,
         question: &str,
         options: &[String],
         q: &str,
@@ -230,8 +229,7 @@ impl Chain {
             ..Step::default()
         };
         if subs.len() < 2 {
-            let mut shown =
-                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, q)?;
+            let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
             shown.note = format!(
                 "one step: one-shot answer from {own_hop}'s context ({})",
                 shown.note
@@ -276,8 +274,7 @@ impl Chain {
             } else {
                 sub_k.clone()
             };
-            let shown =
-                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, &sub_q)?;
+            let shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub_q)?;
             let text = match found_block(&hops.found) {
                 None => shown.text.clone(),
                 Some(found) => format!("Answers found so far:\n{found}\n\n{}", shown.text),
@@ -317,9 +314,7 @@ impl Chain {
         }
         if self.final_call {
             return self
-                .answer_last(
-                    ctx, nav, memory, question, options, q, last_sub, hops, before,
-                )
+                .answer_last(ctx, view, question, options, q, last_sub, hops, before)
                 .await;
         }
         let after = ctx.llm.ledger().snapshot().total();
@@ -356,8 +351,7 @@ impl Chain {
     async fn answer_last(
         &self,
         ctx: &Ctx<'_>,
-        nav: &NavigateConfig,
-        memory: &Memory,
+        view: &Memory,
         question: &str,
         options: &[String],
         q: &str,
@@ -371,21 +365,15 @@ impl Chain {
         // the three datasets over the two taken in turn (eval/notebook/chain.md).
         let mut order: Vec<usize> = Vec::new();
         if let Some(sub) = &last_sub {
-            let shown =
-                own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, sub)?;
+            let shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, sub)?;
             order.extend(shown.segments);
         }
-        let own = own_hop.context_of(ctx.prompts, ctx.embedder, ctx.window, nav, memory, q)?;
+        let own = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
         for u in own.segments {
             if !order.contains(&u) {
                 order.push(u);
             }
         }
-        let view = super::navigators::passage_view(
-            memory,
-            crate::text::passages::cap(nav.passage_tokens),
-            None,
-        )?;
         let header = found_block(&hops.found)
             .map(|f| format!("Answers found, one question at a time:\n{f}"))
             .unwrap_or_default();
@@ -397,7 +385,7 @@ impl Chain {
                 ctx.prompts,
                 PromptId::Answer,
                 &format!("{q}\n{header}"),
-                &view,
+                view,
                 &order,
                 &[],
             )
@@ -417,30 +405,46 @@ impl Chain {
                 None => "the question's own".to_string(),
             }
         ));
+        let done = Done {
+            read: hops.used,
+            steps: hops.steps,
+            failures: hops.failures,
+        };
+        let last = (q, text.as_str(), shown, notes.join("; "));
+        Ok(self
+            .last_call(ctx, view, question, options, last, done, before)
+            .await?)
+    }
+
+    /// A chain's last call: `q` answered from `text` (showing the units `shown`, the step
+    /// noted `note`), completing the trace of what came before it (`done`).
+    #[allow(clippy::too_many_arguments)]
+    async fn last_call(
+        &self,
+        ctx: &Ctx<'_>,
+        view: &Memory,
+        question: &str,
+        options: &[String],
+        (q, text, shown, note): (&str, &str, Vec<usize>, String),
+        done: Done,
+        before: crate::llm::StageStats,
+    ) -> Result<Trace, AnswerError> {
         let Answered {
             answer,
             reasoning,
             step,
-        } = answer_step(
-            ctx.llm,
-            ctx.prompts,
-            q,
-            &text,
-            shown.clone(),
-            notes.join("; "),
-        )
-        .await?;
+        } = answer_step(ctx.llm, ctx.prompts, q, text, shown.clone(), note).await?;
         let after = ctx.llm.ledger().snapshot().total();
         let answer = if options.is_empty() {
             answer.trim().to_string()
         } else {
             option_letter(&answer, options)
         };
-        let mut used = hops.used;
+        let mut used = done.read;
         used.extend(shown.iter().copied());
         used.sort_unstable();
         used.dedup();
-        let mut steps = hops.steps;
+        let mut steps = done.steps;
         steps.push(step);
         let mut trace = Trace {
             method: self.name(),
@@ -450,13 +454,20 @@ impl Chain {
             steps,
             segments_used: used,
             final_segments: shown,
-            failures: hops.failures,
+            failures: done.failures,
             ..Trace::default()
         };
-        trace.set_spans(&segment_spans(&view));
+        trace.set_spans(&segment_spans(view));
         trace.set_cost(&before, &after);
         Ok(trace)
     }
+}
+
+/// What came before a chain's last call: the units read, the trace steps, the failures.
+struct Done {
+    read: Vec<usize>,
+    steps: Vec<Step>,
+    failures: Vec<String>,
 }
 
 /// What a decomposition's hops found: the sub-questions answered with their answers, the
@@ -724,37 +735,21 @@ impl Chain {
             walked.steps.len(),
             shown.len()
         );
-        let Answered {
-            answer,
-            reasoning,
-            step,
-        } = answer_step(ctx.llm, ctx.prompts, q, &text, shown.clone(), note).await?;
-        let after = ctx.llm.ledger().snapshot().total();
-        let answer = if options.is_empty() {
-            answer.trim().to_string()
-        } else {
-            option_letter(&answer, options)
-        };
-        let mut used = walked.read.clone();
-        used.extend(shown.iter().copied());
-        used.sort_unstable();
-        used.dedup();
-        let mut steps = walked.steps;
-        steps.push(step);
-        let mut trace = Trace {
-            method: self.name(),
-            question: question.to_string(),
-            answer,
-            reasoning,
-            steps,
-            segments_used: used,
-            final_segments: shown,
+        let done = Done {
+            read: walked.read,
+            steps: walked.steps,
             failures: walked.failures,
-            ..Trace::default()
         };
-        trace.set_spans(&segment_spans(view));
-        trace.set_cost(&before, &after);
-        Ok(trace)
+        self.last_call(
+            ctx,
+            view,
+            question,
+            options,
+            (q, text.as_str(), shown, note),
+            done,
+            before,
+        )
+        .await
     }
 }
 
