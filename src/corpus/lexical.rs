@@ -137,7 +137,10 @@ impl Lexical {
                 .get_first(self.passage)
                 .and_then(|v| v.as_u64())
                 .unwrap_or(0);
-            out.push((id.to_string(), i as usize, score));
+            // Rounded to 1e-4: the same passages score alike whatever the index's segment
+            // layout (tantivy sums its statistics per segment, so a corpus rebuilt after a
+            // removal and one built fresh differ in the seventh digit), and ties then fall by id.
+            out.push((id.to_string(), i as usize, (score * 1e4).round() / 1e4));
         }
         out.sort_by(|a, b| {
             b.2.total_cmp(&a.2)
