@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the local default: installs the local LLM and the embedder (first run about
-# 21 minutes on 2 cores, 13 of them compiling llama.cpp's server; cached after), builds qrmem,
+# 12-21 minutes on 2 cores, 8-13 of them compiling llama.cpp's server; cached after), builds qrmem,
 # starts the server if it is not running, answers the question in data/sample/question.txt over
 # data/sample/velden.txt with `qrmem ask --doc` and the default preset (`fast`: no LLM build, one
 # call), prints the answer, the trace summary and the ledger, and stops the server again if it

@@ -411,7 +411,7 @@ fn report_only_with_html_rewrites_the_committed_pages_from_their_traces() {
             "eval",
             "--experiment",
         ])
-        .arg(repo.join("eval/pages-quality.toml"))
+        .arg(repo.join("eval/probes/pages-quality.toml"))
         .arg("--data")
         .arg(&data)
         .arg("--out")
