@@ -159,6 +159,64 @@ fn the_hop_brings_the_own_passage_of_a_title_the_best_passage_names() {
 }
 
 #[test]
+fn the_titles_a_text_names_are_those_a_comparison_with_every_title_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = abc(dir.path());
+    let odd = "Passage 1:\n'Allo 'Allo!\nA sitcom.\n\nPassage 2:\nAC/DC\nA band.\n\nPassage 3:\n--\nA dash.\n\nPassage 4:\nÉcole Normale (France)\nA school.\n\nPassage 5:\nTim\nA name inside a longer title.";
+    c.add("odd.txt", odd).unwrap();
+    let bodies = [
+        "'allo 'allo! met ac/dc at the école normale -- tim hortons in hamilton, ontario",
+        "tim hortonsx and hamiltonian ac dc, allo",
+        "",
+    ];
+    let scan = |c: &Corpus, body: &str| -> Vec<String> {
+        c.titles()
+            .unwrap()
+            .into_iter()
+            .filter(|t| qrmem::text::occurs_in(body, t))
+            .collect()
+    };
+    for body in bodies {
+        assert_eq!(c.titles_in(body).unwrap(), scan(&c, body), "{body}");
+    }
+    assert!(c
+        .titles_in(bodies[0])
+        .unwrap()
+        .contains(&"école normale".to_string()));
+    // A title added since the last lookup is found (the index follows the generation).
+    c.add("g.txt", "Passage 1:\nGianni Schicchi\nAn opera.")
+        .unwrap();
+    let body = "gianni schicchi by puccini";
+    assert_eq!(
+        c.titles_in(body).unwrap(),
+        vec!["gianni schicchi".to_string()]
+    );
+    assert_eq!(c.titles_in(body).unwrap(), scan(&c, body));
+}
+
+#[test]
+fn an_index_of_an_older_schema_is_replaced_and_rebuilt_from_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(dir.path());
+    c.add("a.txt", A).unwrap();
+    c.add("c.txt", C).unwrap();
+    drop(c);
+    // An index whose schema lacks the fast id fields (as corpora made before them have).
+    let index = dir.path().join("index");
+    std::fs::remove_dir_all(&index).unwrap();
+    std::fs::create_dir_all(&index).unwrap();
+    let mut sb = tantivy::schema::Schema::builder();
+    sb.add_text_field("doc", tantivy::schema::STRING | tantivy::schema::STORED);
+    sb.add_u64_field("passage", tantivy::schema::STORED);
+    sb.add_text_field("text", tantivy::schema::TEXT);
+    tantivy::Index::create_in_dir(&index, sb.build()).unwrap();
+    let c = open(dir.path());
+    assert_eq!(c.indexed(), 3);
+    let hit = &c.search("Puccini opera", 1).unwrap()[0];
+    assert_eq!((hit.name.as_str(), hit.idx), ("c.txt", 0));
+}
+
+#[test]
 fn a_lost_or_lagging_index_is_rebuilt_from_the_database_when_the_corpus_opens() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = open(dir.path());

@@ -7,9 +7,9 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::QueryParser;
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
-use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 
 use super::CorpusError;
 
@@ -26,7 +26,9 @@ pub(crate) struct Lexical {
 }
 
 impl Lexical {
-    /// Opens (or creates) the index in `dir`.
+    /// Opens (or creates) the index in `dir`. An index of another schema (an older corpus's:
+    /// its ids were not fast fields) is deleted and created empty: it is derived data, and the
+    /// corpus rebuilds it from the database when it opens (its generation is then unknown).
     pub(crate) fn open(dir: &Path) -> Result<Self, CorpusError> {
         std::fs::create_dir_all(dir).map_err(|source| CorpusError::Io {
             path: dir.to_path_buf(),
@@ -37,8 +39,10 @@ impl Lexical {
             source,
         };
         let mut sb = Schema::builder();
-        let doc = sb.add_text_field("doc", STRING | STORED);
-        let passage = sb.add_u64_field("passage", STORED);
+        // Fast fields: a hit's document id and passage index are read from columns, not from
+        // the compressed document store (at 65,000 passages those reads were most of a search).
+        let doc = sb.add_text_field("doc", STRING | STORED | FAST);
+        let passage = sb.add_u64_field("passage", STORED | FAST);
         let indexing = TextFieldIndexing::default()
             .set_tokenizer("en_stem")
             .set_index_option(IndexRecordOption::WithFreqsAndPositions);
@@ -47,8 +51,22 @@ impl Lexical {
             TextOptions::default().set_indexing_options(indexing),
         );
         let schema = sb.build();
-        let directory = MmapDirectory::open(dir).map_err(|x| e(x.into()))?;
-        let index = Index::open_or_create(directory, schema).map_err(e)?;
+        let open = || -> Result<Index, tantivy::TantivyError> {
+            let directory = MmapDirectory::open(dir)?;
+            Index::open_or_create(directory, schema.clone())
+        };
+        let index = match open() {
+            Err(tantivy::TantivyError::SchemaError(_)) => {
+                std::fs::remove_dir_all(dir)
+                    .and_then(|()| std::fs::create_dir_all(dir))
+                    .map_err(|source| CorpusError::Io {
+                        path: dir.to_path_buf(),
+                        source,
+                    })?;
+                open().map_err(e)?
+            }
+            r => r.map_err(e)?,
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -127,20 +145,23 @@ impl Lexical {
             .search(&q, &TopDocs::with_limit(k.saturating_mul(2)))
             .map_err(|x| self.err(x))?;
         let mut out = Vec::with_capacity(top.len());
+        let mut id = String::new();
         for (score, addr) in top {
-            let d: TantivyDocument = searcher.doc(addr).map_err(|x| self.err(x))?;
-            let id = d
-                .get_first(self.doc)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            let i = d
-                .get_first(self.passage)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0);
+            let columns = searcher.segment_reader(addr.segment_ord).fast_fields();
+            let passage = columns.u64("passage").map_err(|x| self.err(x))?;
+            let ids = columns.str("doc").map_err(|x| self.err(x))?;
+            id.clear();
+            if let Some(ids) = ids {
+                if let Some(ord) = ids.term_ords(addr.doc_id).next() {
+                    ids.ord_to_str(ord, &mut id)
+                        .map_err(|x| self.err(x.into()))?;
+                }
+            }
+            let i = passage.first(addr.doc_id).unwrap_or(0);
             // Rounded to 1e-4: the same passages score alike whatever the index's segment
             // layout (tantivy sums its statistics per segment, so a corpus rebuilt after a
             // removal and one built fresh differ in the seventh digit), and ties then fall by id.
-            out.push((id.to_string(), i as usize, (score * 1e4).round() / 1e4));
+            out.push((id.clone(), i as usize, (score * 1e4).round() / 1e4));
         }
         out.sort_by(|a, b| {
             b.2.total_cmp(&a.2)

@@ -59,6 +59,15 @@ pub trait CorpusStore {
     fn passage(&self, doc: &str, idx: usize) -> Result<Option<PassageRow>, CorpusError>;
     /// Every distinct passage title (as `title_key` writes titles).
     fn titles(&self) -> Result<Vec<String>, CorpusError>;
+    /// The titles (as [`CorpusStore::titles`] lists them) that occur in `body_lower` (a
+    /// lowercase text) as whole words, in title order.
+    fn titles_in(&self, body_lower: &str) -> Result<Vec<String>, CorpusError> {
+        Ok(self
+            .titles()?
+            .into_iter()
+            .filter(|t| crate::text::occurs_in(body_lower, t))
+            .collect())
+    }
     /// The passages titled `title`.
     fn titled(&self, title: &str) -> Result<Vec<PassageRow>, CorpusError>;
     /// The entity keys (and names) a passage names.

@@ -9,7 +9,7 @@ use crate::methods::method::Form;
 
 use super::{CorpusError, CorpusStore, PassageRef};
 use crate::text::passages::{title_key, HOP_HOMES, MIN_NAME, OWN_STARTS};
-use crate::text::{occurs_in, Bm25};
+use crate::text::Bm25;
 
 /// How passages are ranked across the corpus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,8 +269,8 @@ fn own_passages<C: CorpusStore + ?Sized>(
     let body = passage.text.to_lowercase();
     let own = title_key(&passage.title);
     let mut candidates = Vec::new();
-    for title in c.titles()? {
-        if title == own || title.chars().count() < MIN_NAME || !occurs_in(&body, &title) {
+    for title in c.titles_in(&body)? {
+        if title == own || title.chars().count() < MIN_NAME {
             continue;
         }
         candidates.extend(c.titled(&title)?);
