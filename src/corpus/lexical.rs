@@ -1,15 +1,24 @@
 //! The passages' BM25 index (tantivy, English stemming), derived from the database: every
 //! commit carries the database generation it reflects.
+//!
+//! BM25 is scored with the statistics of the live passages only ([`Live`]): tantivy's own count
+//! a deleted passage's terms and length until its segment is merged (and a merge only
+//! estimates the lengths), so a removal would leave the removed text weighing in every score.
+//! With live statistics a passage deleted in place scores nothing and counts for nothing, and
+//! the index answers as one built from the remaining passages alone.
 
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::QueryParser;
+use tantivy::query::{Bm25StatisticsProvider, QueryParser};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
-use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+use tantivy::tokenizer::MAX_TOKEN_LEN;
+use tantivy::{
+    doc, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Term, TERMINATED,
+};
 
 use super::CorpusError;
 
@@ -23,6 +32,10 @@ pub(crate) struct Lexical {
     doc: Field,
     passage: Field,
     text: Field,
+    /// Each passage's token count (what tantivy adds to the field's total for it).
+    tokens: Field,
+    /// The live passages' total tokens, for the searcher generation that counted them.
+    live_tokens: std::sync::Mutex<Option<(u64, u64)>>,
 }
 
 impl Lexical {
@@ -43,6 +56,7 @@ impl Lexical {
         // the compressed document store (at 65,000 passages those reads were most of a search).
         let doc = sb.add_text_field("doc", STRING | STORED | FAST);
         let passage = sb.add_u64_field("passage", STORED | FAST);
+        let tokens = sb.add_u64_field("tokens", FAST);
         let indexing = TextFieldIndexing::default()
             .set_tokenizer("en_stem")
             .set_index_option(IndexRecordOption::WithFreqsAndPositions);
@@ -79,6 +93,8 @@ impl Lexical {
             doc,
             passage,
             text,
+            tokens,
+            live_tokens: std::sync::Mutex::new(None),
         })
     }
 
@@ -112,9 +128,26 @@ impl Lexical {
         for id in remove {
             writer.delete_term(Term::from_field_text(self.doc, id));
         }
+        let mut analyzer = self
+            .index
+            .tokenizer_for_field(self.text)
+            .map_err(|x| self.err(x))?;
         for (id, i, text) in add {
+            // Counted as tantivy counts the field's tokens (a token over MAX_TOKEN_LEN is
+            // dropped from the index and from its total).
+            let mut n = 0u64;
+            analyzer.token_stream(text).process(&mut |t| {
+                if t.text.len() <= MAX_TOKEN_LEN {
+                    n += 1;
+                }
+            });
             writer
-                .add_document(doc!(self.doc => id.as_str(), self.passage => *i as u64, self.text => text.as_str()))
+                .add_document(doc!(
+                    self.doc => id.as_str(),
+                    self.passage => *i as u64,
+                    self.text => text.as_str(),
+                    self.tokens => n,
+                ))
                 .map_err(|x| self.err(x))?;
         }
         let mut prepared = writer.prepare_commit().map_err(|x| self.err(x))?;
@@ -140,9 +173,13 @@ impl Lexical {
         let parser = QueryParser::for_index(&self.index, vec![self.text]);
         // Lenient: a question's quotes, colons and parentheses are words, not query syntax.
         let (q, _) = parser.parse_query_lenient(&escape(query));
+        let live = Live {
+            searcher: &searcher,
+            total_tokens: self.live_tokens(&searcher)?,
+        };
         // Twice k, so that passages tied at the k-th score are all seen before the cut.
         let top = searcher
-            .search(&q, &TopDocs::with_limit(k.saturating_mul(2)))
+            .search_with_statistics_provider(&q, &TopDocs::with_limit(k.saturating_mul(2)), &live)
             .map_err(|x| self.err(x))?;
         let mut out = Vec::with_capacity(top.len());
         let mut id = String::new();
@@ -159,8 +196,8 @@ impl Lexical {
             }
             let i = passage.first(addr.doc_id).unwrap_or(0);
             // Rounded to 1e-4: the same passages score alike whatever the index's segment
-            // layout (tantivy sums its statistics per segment, so a corpus rebuilt after a
-            // removal and one built fresh differ in the seventh digit), and ties then fall by id.
+            // layout (sums taken in another order differ in the seventh digit), and ties then
+            // fall by id.
             out.push((id.clone(), i as usize, (score * 1e4).round() / 1e4));
         }
         out.sort_by(|a, b| {
@@ -171,9 +208,69 @@ impl Lexical {
         Ok(out)
     }
 
+    /// The live passages' total tokens in `searcher`'s view (counted once per searcher
+    /// generation: a reload after each commit).
+    fn live_tokens(&self, searcher: &Searcher) -> Result<u64, CorpusError> {
+        let generation = searcher.generation().generation_id();
+        let mut cache = self.live_tokens.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((g, total)) = *cache {
+            if g == generation {
+                return Ok(total);
+            }
+        }
+        let mut total = 0u64;
+        for segment in searcher.segment_readers() {
+            let column = segment
+                .fast_fields()
+                .u64("tokens")
+                .map_err(|x| self.err(x))?;
+            for doc in segment.doc_ids_alive() {
+                total += column.first(doc).unwrap_or(0);
+            }
+        }
+        *cache = Some((generation, total));
+        Ok(total)
+    }
+
     /// Passages in the index (for the corpus's consistency check).
     pub(crate) fn len(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+}
+
+/// BM25's statistics over the live passages only: their number, their total tokens, and for a
+/// term the live passages holding it (a segment with deletions has its postings walked).
+struct Live<'a> {
+    searcher: &'a Searcher,
+    total_tokens: u64,
+}
+
+impl Bm25StatisticsProvider for Live<'_> {
+    fn total_num_tokens(&self, _field: Field) -> tantivy::Result<u64> {
+        Ok(self.total_tokens)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.searcher.num_docs())
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut n = 0u64;
+        for segment in self.searcher.segment_readers() {
+            let index = segment.inverted_index(term.field())?;
+            let Some(alive) = segment.alive_bitset() else {
+                n += u64::from(index.doc_freq(term)?);
+                continue;
+            };
+            if let Some(mut postings) = index.read_postings(term, IndexRecordOption::Basic)? {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    n += u64::from(alive.is_alive(doc));
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(n)
     }
 }
 

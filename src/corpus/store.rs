@@ -777,16 +777,9 @@ impl CorpusStore for Corpus {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
-        // Rebuilt from the remaining passages, not deleted in place: tantivy keeps a deleted
-        // passage's document frequencies and length in BM25's statistics until its segment is
-        // merged (and a merge only estimates the lengths), so the removed text would still
-        // weigh in every score. Rebuilt, the index equals one built from the rest alone.
-        let all: Vec<(String, usize, String)> = self
-            .all_passages()?
-            .into_iter()
-            .map(|p| (p.doc, p.idx, p.text))
-            .collect();
-        self.lexical.apply(true, &[], &all, generation)?;
+        // Deleted in place: BM25 is scored with the live passages' statistics only
+        // (`lexical.rs`), so the index answers as one built from the rest alone.
+        self.lexical.apply(false, &ids, &[], generation)?;
         Ok(ids)
     }
 
