@@ -13,7 +13,8 @@
 #   eval/corpus-scale.sh QRMEM OUT NAME DEV_FILE [WORK]
 #   e.g. eval/corpus-scale.sh target/debug/qrmem eval/runs/corpus-scale 65k \
 #          ../shared/data/hotpotqa/hotpot_dev_distractor_rest7205.json.gz
-# SERVED, FRESH and COMPARED (eval/corpus_scale.py) set how many searches each part makes.
+# SERVED, FRESH and COMPARED (eval/corpus_scale.py) set how many searches each part makes;
+# KILL_REMOVE and KILL_ADD when the crash part kills (seconds; defaults 3 and 4, for a debug build).
 # WORK (default /tmp/corpus-scale) holds the corpus; it is removed first, unless KEEP_CORPUS=1
 # (a corpus an earlier run of this script added: its add is then skipped, document by
 # document). RECALL_LIMIT=N ranks only the first N questions (their paragraphs are in the

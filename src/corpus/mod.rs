@@ -76,6 +76,11 @@ pub trait CorpusStore {
     fn relations_of(&self, doc: &str, idx: usize) -> Result<Vec<RelationRow>, CorpusError>;
     /// The passages that name the entity `key`, in document order.
     fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError>;
+    /// Whether more than `n` passages name the entity `key` (a generic name), without reading
+    /// them all.
+    fn names_more_than(&self, key: &str, n: usize) -> Result<bool, CorpusError> {
+        Ok(self.passages_of(key)?.len() > n)
+    }
     /// The passages whose own (title) entity is `key`.
     fn homes_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError>;
     /// A document's name (None: no such document).

@@ -184,7 +184,7 @@ fn own_start<C: CorpusStore + ?Sized>(
     let record = super::DocRecord::cooccurrence(&[("", question)]);
     let mut keys = Vec::new();
     for e in record.passages.iter().flatten() {
-        if e.key.chars().count() >= MIN_NAME && c.passages_of(&e.key)?.len() <= GENERIC_LINKS {
+        if e.key.chars().count() >= MIN_NAME && !c.names_more_than(&e.key, GENERIC_LINKS)? {
             keys.push(e.key.clone());
         }
     }
@@ -231,11 +231,10 @@ fn start_passages<C: CorpusStore + ?Sized>(
     let record = super::DocRecord::cooccurrence(&[("", question)]);
     let mut out: Vec<(String, usize)> = Vec::new();
     for e in record.passages.iter().flatten() {
-        let linked = c.passages_of(&e.key)?;
-        if linked.len() > GENERIC_LINKS {
+        if c.names_more_than(&e.key, GENERIC_LINKS)? {
             continue;
         }
-        for p in linked {
+        for p in c.passages_of(&e.key)? {
             if !out.contains(&p) {
                 out.push(p);
             }

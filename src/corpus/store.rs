@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS passages (
   start INTEGER NOT NULL, end INTEGER NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
   PRIMARY KEY (doc, idx));
 CREATE INDEX IF NOT EXISTS documents_by_seq ON documents(seq);
+CREATE INDEX IF NOT EXISTS documents_by_name ON documents(name);
 CREATE INDEX IF NOT EXISTS passages_by_title ON passages(title);
 CREATE TABLE IF NOT EXISTS records (
   doc TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, kind TEXT NOT NULL,
@@ -787,9 +788,15 @@ impl CorpusStore for Corpus {
     fn resolve(&self, which: &str) -> Result<String, CorpusError> {
         let mut stmt = self
             .db
-            .prepare("SELECT id, name FROM documents WHERE name = ?1 OR id LIKE ?2 ORDER BY seq")
+            .prepare_cached(
+                "SELECT id, name, seq FROM documents WHERE name = ?1
+                 UNION SELECT id, name, seq FROM documents WHERE id >= ?2 AND id < ?2 || char(1114111)
+                 ORDER BY seq",
+            )
             .map_err(|x| self.db_err(x))?;
-        let prefix = format!("{}%", which.replace(['%', '_'], ""));
+        // An id prefix, case-blind (ids are lowercase hex), as a range of the primary key: a
+        // scan of every document per name made removing 1,000 of 65,000 take 29 s.
+        let prefix = which.replace(['%', '_'], "").to_lowercase();
         let found: Vec<(String, String)> = stmt
             .query_map(params![which, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(|rows| rows.collect())
@@ -916,6 +923,19 @@ impl CorpusStore for Corpus {
     /// The passages that name the entity `key` (its provenance rows), in document order.
     fn passages_of(&self, key: &str) -> Result<Vec<PassageRef>, CorpusError> {
         self.mentions_where("m.entity = ?1", key)
+    }
+
+    /// Whether more than `n` passages name `key`: its provenance rows counted up to `n + 1`
+    /// (a generic name such as a country is named by thousands).
+    fn names_more_than(&self, key: &str, n: usize) -> Result<bool, CorpusError> {
+        let count: i64 = self
+            .db
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM mentions WHERE entity = ?1 LIMIT ?2)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![key, n as i64 + 1], |r| r.get(0)))
+            .map_err(|x| self.db_err(x))?;
+        Ok(count as usize > n)
     }
 
     /// The passages whose own entity (their title, as the record names it) is `key`.
