@@ -7,6 +7,10 @@
                                            retriever (SERVED), 3 single removes; its ms and peak
                                            memory (FRESH and COMPARED set the other two counts)
   corpus_scale.py fresh QRMEM CORPUS WORK  a fresh `corpus search` process per query
+  corpus_scale.py steady QRMEM CORPUS DEV N  the first N questions of DEV searched in one
+                                           `corpus serve` per retriever: p50 / p99 over all of
+                                           them and over those after the first 100 (the process
+                                           warm: its pages and caches read in)
   corpus_scale.py crash QRMEM CORPUS WORK  kill -9 during a remove and during an add, then the
                                            integrity check, whole documents, the same command
                                            again, and the rankings against those before
@@ -166,6 +170,28 @@ def serve(qrmem, corpus, work):
     }, indent=1))
 
 
+def steady(qrmem, corpus, dev, n):
+    qs = [it["question"] for it in load(dev)[: int(n)]]
+    out = {"questions": len(qs), "warm_after": 100}
+    for r in RETRIEVERS:
+        p = subprocess.Popen(
+            [qrmem, "corpus", "--corpus", corpus, "serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        ms = []
+        for q in qs:
+            p.stdin.write(json.dumps({"op": "search", "query": q, "k": 5, "retriever": r}) + "\n")
+            p.stdin.flush()
+            reply = json.loads(p.stdout.readline())
+            if not reply.get("ok"):
+                raise SystemExit(f"serve refused {q}: {reply}")
+            ms.append(reply["ms"])
+        p.stdin.close()
+        p.wait()
+        out[r] = {"all": summary(ms), "warm": summary(ms[100:])}
+    print(json.dumps(out, indent=1))
+
+
 def fresh(qrmem, corpus, work):
     out = {}
     for r in ["bm25", "graph-own-hop"]:
@@ -250,4 +276,4 @@ def crash(qrmem, corpus, work):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"prepare": prepare, "serve": serve, "fresh": fresh, "crash": crash}[cmd](*args)
+    {"prepare": prepare, "serve": serve, "steady": steady, "fresh": fresh, "crash": crash}[cmd](*args)

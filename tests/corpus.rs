@@ -134,10 +134,13 @@ fn the_same_text_is_stored_once_and_names_resolve_by_name_or_id_prefix() {
     assert_eq!(c.resolve(&id[..8].to_uppercase()).unwrap(), id);
     assert_eq!(c.resolve(&id).unwrap(), id);
     assert_eq!(c.resolve("c.txt").unwrap(), id);
-    // A prefix two documents share names neither; an empty one names every document.
+    // An empty prefix names every document (ambiguous); part of a name names none.
     c.add("a.txt", A).unwrap();
     assert!(matches!(c.resolve(""), Err(CorpusError::Ambiguous(..))));
-    assert!(matches!(c.resolve("c.tx"), Err(CorpusError::NoDocument(..))));
+    assert!(matches!(
+        c.resolve("c.tx"),
+        Err(CorpusError::NoDocument(..))
+    ));
     c.remove(&["a.txt".into()]).unwrap();
     // An unknown document is refused, naming it, and nothing is removed.
     match c.remove(&["c.txt".into(), "nowhere.txt".into()]) {
