@@ -119,7 +119,8 @@ def peak_kb(pid):
     return out
 
 
-def serve(qrmem, corpus, work):
+def served(qrmem, corpus):
+    """A `corpus serve` process and a function sending it one request: (reply, wall ms)."""
     p = subprocess.Popen(
         [qrmem, "corpus", "--corpus", corpus, "serve"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -134,6 +135,11 @@ def serve(qrmem, corpus, work):
             raise SystemExit(f"serve refused {req}: {reply}")
         return reply, (time.perf_counter() - t) * 1000
 
+    return p, ask
+
+
+def serve(qrmem, corpus, work):
+    p, ask = served(qrmem, corpus)
     t = time.perf_counter()
     ask({"op": "ls"})
     opened_ms = (time.perf_counter() - t) * 1000
@@ -174,17 +180,10 @@ def steady(qrmem, corpus, dev, n):
     qs = [it["question"] for it in load(dev)[: int(n)]]
     out = {"questions": len(qs), "warm_after": 100}
     for r in RETRIEVERS:
-        p = subprocess.Popen(
-            [qrmem, "corpus", "--corpus", corpus, "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )
+        p, ask = served(qrmem, corpus)
         ms = []
         for q in qs:
-            p.stdin.write(json.dumps({"op": "search", "query": q, "k": 5, "retriever": r}) + "\n")
-            p.stdin.flush()
-            reply = json.loads(p.stdout.readline())
-            if not reply.get("ok"):
-                raise SystemExit(f"serve refused {q}: {reply}")
+            reply, _ = ask({"op": "search", "query": q, "k": 5, "retriever": r})
             ms.append(reply["ms"])
         p.stdin.close()
         p.wait()

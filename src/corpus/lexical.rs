@@ -183,10 +183,20 @@ impl Lexical {
             .map_err(|x| self.err(x))?;
         let mut out = Vec::with_capacity(top.len());
         let mut id = String::new();
+        // Each segment's two id columns, opened once per search.
+        let columns = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| {
+                let fast = segment.fast_fields();
+                Ok((fast.u64("passage")?, fast.str("doc")?))
+            })
+            .collect::<tantivy::Result<Vec<_>>>()
+            .map_err(|x| self.err(x))?;
         for (score, addr) in top {
-            let columns = searcher.segment_reader(addr.segment_ord).fast_fields();
-            let passage = columns.u64("passage").map_err(|x| self.err(x))?;
-            let ids = columns.str("doc").map_err(|x| self.err(x))?;
+            let Some((passage, ids)) = columns.get(addr.segment_ord as usize) else {
+                continue;
+            };
             id.clear();
             if let Some(ids) = ids {
                 if let Some(ord) = ids.term_ords(addr.doc_id).next() {

@@ -63,8 +63,8 @@ pub struct Corpus {
     titles: std::sync::Mutex<Option<TitleIndex>>,
 }
 
-/// The corpus's titles at database `generation`, by their first word (the first run of
-/// letters and digits), so that the titles a text names are found from its words.
+/// The corpus's titles at database `generation`, by their first word (`text::words`), so that
+/// the titles a text names are found from its words.
 struct TitleIndex {
     generation: u64,
     by_first_word: std::collections::HashMap<String, Vec<String>>,
@@ -78,7 +78,7 @@ impl TitleIndex {
             std::collections::HashMap::new();
         let mut wordless = Vec::new();
         for t in titles {
-            match first_word(&t.trim().to_lowercase()) {
+            match crate::text::words(&t.trim().to_lowercase()).next() {
                 Some(w) => by_first_word.entry(w.to_string()).or_default().push(t),
                 None => wordless.push(t),
             }
@@ -95,10 +95,7 @@ impl TitleIndex {
     /// bounded in the title by a non-alphanumeric character or its end, and so in the body), so
     /// only the titles keyed by the body's words are compared.
     fn occurring_in(&self, body_lower: &str) -> Vec<String> {
-        let words: std::collections::BTreeSet<&str> = body_lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect();
+        let words: std::collections::BTreeSet<&str> = crate::text::words(body_lower).collect();
         let mut out: Vec<String> = words
             .into_iter()
             .filter_map(|w| self.by_first_word.get(w))
@@ -111,12 +108,6 @@ impl TitleIndex {
         out.dedup();
         out
     }
-}
-
-/// The first run of letters and digits of `text`.
-fn first_word(text: &str) -> Option<&str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .find(|w| !w.is_empty())
 }
 
 /// The vectors of `model` at database `generation`.

@@ -18,4 +18,4 @@ pub use segment::{segment, Segment};
 pub use sentences::Sentences;
 pub use span::Span;
 pub use tokens::{count_tokens, truncate_tokens};
-pub use words::{at_word_boundaries, find_whole_word, occurs_in, whole_word};
+pub use words::{at_word_boundaries, find_whole_word, occurs_in, whole_word, words};

@@ -1,6 +1,13 @@
 //! Whole-word matching: a match counts only where it is bounded by a character that is not
 //! alphanumeric, or by the end of the text. Case is the caller's: the functions compare bytes.
 
+/// The words of `text`: its maximal runs of letters and digits, bounded as
+/// [`at_word_boundaries`] bounds a match.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
 /// Whether the byte range `start..end` of `text` stands as whole words: no letter or digit
 /// touches it on either side.
 pub fn at_word_boundaries(text: &str, start: usize, end: usize) -> bool {
