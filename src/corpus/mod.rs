@@ -87,6 +87,15 @@ pub trait CorpusStore {
     fn name_of(&self, doc: &str) -> Result<Option<String>, CorpusError>;
     /// The `k` best passages for `query` by BM25 over the whole corpus.
     fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError>;
+    /// [`CorpusStore::search`]'s passages, ids only: what a ranking needs, without reading
+    /// each hit's name and text.
+    fn search_ids(&self, query: &str, k: usize) -> Result<Vec<PassageRef>, CorpusError> {
+        Ok(self
+            .search(query, k)?
+            .into_iter()
+            .map(|h| (h.doc, h.idx))
+            .collect())
+    }
     /// The `k` passages whose stored vectors of `embedder`'s model are most similar to the
     /// query's.
     fn dense(

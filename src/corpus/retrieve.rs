@@ -248,10 +248,7 @@ fn lexical_ranking<C: CorpusStore + ?Sized>(
     question: &str,
     k: usize,
 ) -> Result<Vec<(String, usize)>, CorpusError> {
-    Ok(c.search(question, k)?
-        .into_iter()
-        .map(|h| (h.doc, h.idx))
-        .collect())
+    c.search_ids(question, k)
 }
 
 /// The own passages of the titles `best` names as whole words (titles of at least

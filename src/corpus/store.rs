@@ -962,6 +962,26 @@ impl CorpusStore for Corpus {
         Ok(out)
     }
 
+    /// [`CorpusStore::search`]'s passages, ids only: one indexed lookup a hit (is the passage
+    /// still in the database?), where `search` reads its document's name and its text.
+    fn search_ids(&self, query: &str, k: usize) -> Result<Vec<PassageRef>, CorpusError> {
+        let mut stmt = self
+            .db
+            .prepare_cached("SELECT 1 FROM passages WHERE doc = ?1 AND idx = ?2")
+            .map_err(|x| self.db_err(x))?;
+        let mut out = Vec::new();
+        for (doc, idx, _) in self.lexical.search(query, k)? {
+            // A passage removed since the index's last commit is not ranked.
+            let live = stmt
+                .exists(params![doc, idx as i64])
+                .map_err(|x| self.db_err(x))?;
+            if live {
+                out.push((doc, idx));
+            }
+        }
+        Ok(out)
+    }
+
     /// The `k` passages whose stored vectors of `embedder`'s model are most similar (cosine)
     /// to the query's; passages without a vector are not ranked (see [`Corpus::embed_missing`]).
     fn dense(
