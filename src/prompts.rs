@@ -54,10 +54,11 @@ pub enum PromptId {
     GarlicAnswer,
     ChainHop,
     ChainDecompose,
+    ChainPath,
 }
 
 impl PromptId {
-    pub const ALL: [PromptId; 23] = [
+    pub const ALL: [PromptId; 24] = [
         PromptId::Summary,
         PromptId::Extract,
         PromptId::ExtractNoQuestions,
@@ -81,6 +82,7 @@ impl PromptId {
         PromptId::GarlicAnswer,
         PromptId::ChainHop,
         PromptId::ChainDecompose,
+        PromptId::ChainPath,
     ];
 
     pub fn file(self) -> &'static str {
@@ -108,6 +110,7 @@ impl PromptId {
             PromptId::GarlicAnswer => "garlic_answer.txt",
             PromptId::ChainHop => "chain_hop.txt",
             PromptId::ChainDecompose => "chain_decompose.txt",
+            PromptId::ChainPath => "chain_path.txt",
         }
     }
 
@@ -143,7 +146,7 @@ impl PromptId {
             PromptId::GarlicCheck => &["question", "information"],
             PromptId::GarlicAnswer => &[],
             PromptId::ChainHop => &["facts", "passages", "question"],
-            PromptId::ChainDecompose => &["question"],
+            PromptId::ChainDecompose | PromptId::ChainPath => &["question"],
         }
     }
 
@@ -174,6 +177,7 @@ impl PromptId {
             PromptId::GarlicAnswer => include_str!("../prompts/garlic_answer.txt"),
             PromptId::ChainHop => include_str!("../prompts/chain_hop.txt"),
             PromptId::ChainDecompose => include_str!("../prompts/chain_decompose.txt"),
+            PromptId::ChainPath => include_str!("../prompts/chain_path.txt"),
         }
     }
 }

@@ -1117,3 +1117,96 @@ async fn the_final_chain_ends_at_a_hop_that_found_nothing_and_answers_from_the_q
     );
     assert_eq!(trace.answer, "20 March 851");
 }
+
+#[tokio::test]
+async fn the_path_chain_asks_each_triple_of_its_subject_and_states_the_facts_last() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(if p.starts_with("Write the path") {
+            // The third triple relates two objects found: the final call's comparison, no hop.
+            r##"{"path": [["Lothair II", "mother", "#1"], ["#1", "date of death", "#2"], ["#1", "same as", "#2"]]}"##.into()
+        } else if p.contains("Question: What is the mother of Lothair II?") {
+            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        })
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-path-passages400".parse().unwrap();
+    let question = "When did Lothair II's mother die?";
+    let trace = methods::run(&spec, &ctx, &nav, &memory, question, &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.answer, "20 March 851");
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 4, "the path, two hops, the final answer");
+    // The second hop asks of the object the first found, over that subject's own passage,
+    // the fact found above it.
+    let second = &sent[2];
+    assert!(
+        second.contains("Question: What is the date of death of Ermengarde of Tours?"),
+        "{second}"
+    );
+    assert!(second.contains("Facts found so far:\n1. Lothair II | mother | Ermengarde of Tours"));
+    assert!(second.contains("died on 20 March 851"));
+    let last = &sent[3];
+    assert!(last.contains(&format!("Question: {question}")), "{last}");
+    assert!(last.contains(
+        "Facts found, one hop at a time:\n1. The mother of Lothair II is Ermengarde of Tours.\n2. The date of death of Ermengarde of Tours is 20 March 851."
+    ));
+    let hops: Vec<&str> = trace.steps[1..3]
+        .iter()
+        .map(|s| s.chosen[0].text.as_str())
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            "Lothair II | mother | Ermengarde of Tours",
+            "Ermengarde of Tours | date of death | 20 March 851"
+        ]
+    );
+    assert!(trace.steps.last().unwrap().note.contains("not a hop"));
+    assert_eq!(trace.requests + trace.cache_hits, 4);
+}
+
+#[tokio::test]
+async fn a_path_that_does_not_parse_answers_once_from_the_fast_context() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let llm = ScriptedLlm::new([]).with_responder(move |r| {
+        let p = r.messages.last().unwrap().content.clone();
+        keep.lock().unwrap().push(p.clone());
+        Scripted::Reply(if p.starts_with("Write the path") {
+            r#"{"path": [["Lothair II", "mother"]]}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        })
+    });
+    let svc = Service::new(Arc::new(llm), None, policy());
+    let ctx = chain_ctx(&svc, &prompts, &[]);
+    let spec: MethodSpec = "chain-path-passages400".parse().unwrap();
+    let trace = methods::run(
+        &spec,
+        &ctx,
+        &nav,
+        &memory,
+        "When did Lothair II's mother die?",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2, "the path, one answer");
+    assert_eq!(trace.steps[0].note, "path: 0 triple(s)");
+    assert!(trace.steps[1].note.contains("no path: one-shot answer"));
+    assert_eq!(trace.answer, "20 March 851");
+}

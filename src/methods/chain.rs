@@ -56,6 +56,13 @@ pub struct Chain {
     /// that names an answer not yet found is skipped, and a hop answered "no information"
     /// ends the chain (the final call then reads what was found and the question's passages).
     pub final_call: bool,
+    /// The path is the model's triples with unknowns (`[Jaws, director, #1]`, `[#1, mother,
+    /// #2]`, one call); each triple is asked as "What is the {relation} of {subject}?" over
+    /// the subject's own passages (by title) and then the sub-question's
+    /// `bm25-own-hop-passagesN` passages, the found triples above them; the question is
+    /// answered last from the triples found, stated, above the last hop's passages and the
+    /// question's own (`chain-path-passagesN`).
+    pub path: bool,
 }
 
 /// Every chain name, in the order of the help.
@@ -80,6 +87,14 @@ pub const FORMS: &[Form<Chain>] = &[
         effect: "chain-decompose-passagesN, but the question itself is answered last, from the answers found stated above the last hop's passages and the question's own",
         make: |n| Chain::new(n, false, true, true),
     },
+    Form {
+        pattern: "chain-path-passagesN",
+        effect: "the question's path as triples with unknowns (one call), each asked of its subject's own passages with the triples found above them, N tokens a hop; the question answered last from the facts found, stated as sentences, above the last hop's passages and the question's own",
+        make: |n| Chain {
+            path: true,
+            ..Chain::new(n, false, false, true)
+        },
+    },
 ];
 
 impl Chain {
@@ -89,6 +104,7 @@ impl Chain {
             facts_only,
             decompose,
             final_call,
+            path: false,
         }
     }
 }
@@ -145,6 +161,11 @@ impl Method for Chain {
         let q = with_options(question, options);
         // The passage view every context of the chain reads (`bm25-own-hop-passagesN`'s own).
         let view = super::navigators::passage_view(memory, cap, None)?;
+        if self.path {
+            return self
+                .along_path(ctx, nav, &view, question, options, &q, before)
+                .await;
+        }
         if self.decompose {
             return self
                 .decomposed(ctx, nav, &view, question, options, &q, before)
@@ -313,9 +334,19 @@ impl Chain {
             last = (answer, reasoning, shown.segments, shown.spans);
         }
         if self.final_call {
-            return self
-                .answer_last(ctx, view, question, options, q, last_sub, hops, before)
-                .await;
+            {
+                let last = match last_sub {
+                    Some(sub) => {
+                        let shown =
+                            context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub)?;
+                        Some((format!("\"{sub}\"'s"), shown.segments))
+                    }
+                    None => None,
+                };
+                return self
+                    .answer_last(ctx, view, question, options, q, last, hops, before)
+                    .await;
+            }
         }
         let after = ctx.llm.ledger().snapshot().total();
         let (answer, reasoning, final_segments, final_spans) = last;
@@ -355,18 +386,17 @@ impl Chain {
         question: &str,
         options: &[String],
         q: &str,
-        last_sub: Option<String>,
+        last: Option<(String, Vec<usize>)>,
         hops: Hops,
         before: crate::llm::StageStats,
     ) -> Result<Trace, MethodError> {
         let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
-        // The last sub-question's passages first (the hop the answer is likeliest in), then
-        // the question's own (what `bm25-own-hop-passagesN` shows). Chosen on items 1-10 of
-        // the three datasets over the two taken in turn (eval/notebook/chain.md).
+        // The last hop's passages first (the hop the answer is likeliest in), then the
+        // question's own (what `bm25-own-hop-passagesN` shows). Chosen on items 1-10 of the
+        // three datasets over the two taken in turn (eval/notebook/chain.md).
         let mut order: Vec<usize> = Vec::new();
-        if let Some(sub) = &last_sub {
-            let shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, sub)?;
-            order.extend(shown.segments);
+        if let Some((_, units)) = &last {
+            order.extend(units.iter().copied());
         }
         let own = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
         for u in own.segments {
@@ -374,9 +404,18 @@ impl Chain {
                 order.push(u);
             }
         }
-        let header = found_block(&hops.found)
-            .map(|f| format!("Answers found, one question at a time:\n{f}"))
-            .unwrap_or_default();
+        let header = if hops.facts.is_empty() {
+            found_block(&hops.found)
+                .map(|f| format!("Answers found, one question at a time:\n{f}"))
+                .unwrap_or_default()
+        } else {
+            // As sentences: chosen on items 1-10 of the three datasets over the triples
+            // themselves and over questions answered (eval/notebook/chain.md).
+            format!(
+                "Facts found, one hop at a time:\n{}",
+                said_block(&hops.facts)
+            )
+        };
         // The room counts the answers found as part of the question.
         let (passages, shown) = ctx
             .window
@@ -398,10 +437,10 @@ impl Chain {
         let mut notes = hops.notes;
         notes.push(format!(
             "{} answer(s) found; {} passage(s) shown, {}",
-            hops.found.len(),
+            hops.found.len().max(hops.facts.len()),
             shown.len(),
-            match &last_sub {
-                Some(sub) => format!("\"{sub}\"'s first, then the question's"),
+            match &last {
+                Some((whose, _)) => format!("{whose} first, then the question's"),
                 None => "the question's own".to_string(),
             }
         ));
@@ -463,6 +502,217 @@ impl Chain {
     }
 }
 
+#[derive(Deserialize)]
+struct PathReply {
+    #[serde(default)]
+    path: Vec<Vec<String>>,
+}
+
+impl Chain {
+    /// `chain-path-passagesN`: the question's path as triples with unknowns (one call), each
+    /// triple whose subject is known asked as "What is the {relation} of {subject}?" over the
+    /// subject's own passages and then the sub-question's own-hop passages (the triples found
+    /// above them), its answer the triple's object; the question answered last from the
+    /// triples found. At most `max_trials - 1` hops, so that the calls stay within
+    /// `max_trials + 1`; a path that does not parse answers once from
+    /// `bm25-own-hop-passagesN`'s context.
+    #[allow(clippy::too_many_arguments)]
+    async fn along_path(
+        &self,
+        ctx: &Ctx<'_>,
+        nav: &NavigateConfig,
+        view: &Memory,
+        question: &str,
+        options: &[String],
+        q: &str,
+        before: crate::llm::StageStats,
+    ) -> Result<Trace, MethodError> {
+        let max_path = nav.max_trials.max(2);
+        let p = ctx
+            .prompts
+            .render(PromptId::ChainPath, &[("question", q)])
+            .map_err(AnswerError::from)?;
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "array", "minItems": 1, "maxItems": max_path,
+                "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                    "items": {"type": "string", "maxLength": 120}}}
+        }, "required": ["path"]});
+        let mut failures = Vec::new();
+        let path: Vec<[String; 3]> =
+            match structured::<PathReply>(ctx, "chain_path", p, schema).await {
+                Ok(r) => path_triples(r.path, max_path),
+                Err(e) => {
+                    failures.push(format!("path: {e}"));
+                    Vec::new()
+                }
+            };
+        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
+        let plan = Step {
+            kind: StepKind::Hop,
+            reason: path
+                .iter()
+                .map(|t| t.join(" | "))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            note: format!("path: {} triple(s)", path.len()),
+            ..Step::default()
+        };
+        if path.is_empty() {
+            let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
+            shown.note = format!(
+                "no path: one-shot answer from {own_hop}'s context ({})",
+                shown.note
+            );
+            let mut trace =
+                one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
+            trace.steps.insert(0, plan);
+            trace.failures = failures;
+            return Ok(trace);
+        }
+        let ranked: Vec<usize> = Bm25::over(&view.segments)
+            .rank(q)
+            .into_iter()
+            .map(|(u, _)| u)
+            .collect();
+        let titles = unit_titles(&view.segments);
+        let mut hops = Hops {
+            steps: vec![plan],
+            failures,
+            ..Hops::default()
+        };
+        // The unknowns found: `#k` and the object that filled it.
+        let mut known: Vec<(String, String)> = Vec::new();
+        let max_hops = max_path - 1;
+        let mut asked = 0;
+        let mut last: Option<(String, Vec<usize>)> = None;
+        for [s, r, o] in &path {
+            let subject = fill(s, &known);
+            if names_unfound(&subject) {
+                hops.notes
+                    .push(format!("skipped \"{s} | {r}\": its subject was not found"));
+                continue;
+            }
+            // A triple between two objects found is the comparison the final call makes; a
+            // triple about a date or a number found is a step the model added, not a hop.
+            if known.iter().any(|(k, _)| k == o) || (s != &subject && !is_name(&subject)) {
+                hops.notes.push(format!(
+                    "skipped \"{subject} | {r} | {o}\": not a hop (left to the final call)"
+                ));
+                continue;
+            }
+            let sub = format!("What is the {r} of {subject}?");
+            // The subject's own passages by title, then the sub-question's best.
+            let mut order = units_of(view, &titles, &ranked, &title_key(&subject), &[], false).0;
+            let via = if order.is_empty() {
+                "the sub-question's passages"
+            } else {
+                "the subject's own passages, then the sub-question's"
+            };
+            let shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub)?;
+            for u in shown.segments {
+                if !order.contains(&u) {
+                    order.push(u);
+                }
+            }
+            if asked == max_hops {
+                last = Some((format!("\"{sub}\"'s (not asked)"), order));
+                break;
+            }
+            asked += 1;
+            let header = (!hops.facts.is_empty())
+                .then(|| format!("Facts found so far:\n{}", facts_block(&hops.facts)))
+                .unwrap_or_default();
+            let (passages, units) = ctx
+                .window
+                .within(self.passages)
+                .fit(
+                    ctx.prompts,
+                    PromptId::Answer,
+                    &format!("{sub}\n{header}"),
+                    view,
+                    &order,
+                    &[],
+                )
+                .map_err(AnswerError::from)?;
+            let text = if header.is_empty() {
+                passages
+            } else {
+                format!("{header}\n\n{passages}")
+            };
+            let Answered {
+                answer, mut step, ..
+            } = answer_step(
+                ctx.llm,
+                ctx.prompts,
+                &sub,
+                &text,
+                units.clone(),
+                format!("hop {asked}: {sub} over {via}"),
+            )
+            .await?;
+            let answer = answer.trim().to_string();
+            step.kind = StepKind::Hop;
+            step.entities = vec![subject.clone()];
+            hops.used.extend(units.iter().copied());
+            hops.read
+                .extend(span::of_indices(&segment_spans(view), &units));
+            last = Some((format!("\"{sub}\"'s"), units));
+            if answer.is_empty() || says_missing(&answer).is_some() {
+                step.reason = format!("{subject} | {r} | (not found)");
+                step.note = format!(
+                    "{}; no answer: the triples that need it are skipped",
+                    step.note
+                );
+                hops.steps.push(step);
+                continue;
+            }
+            let fact = [subject, r.clone(), answer.clone()];
+            step.reason = fact.join(" | ");
+            step.chosen = vec![ScoredEdge {
+                text: fact.join(" | "),
+                score: 1.0,
+            }];
+            hops.steps.push(step);
+            if o.starts_with('#') {
+                known.push((o.clone(), answer));
+            }
+            hops.facts.push(fact);
+        }
+        self.answer_last(ctx, view, question, options, q, last, hops, before)
+            .await
+    }
+}
+
+/// The path's triples as the model wrote them: three non-empty parts each (a triple
+/// that is not is dropped), at most `max`.
+fn path_triples(raw: Vec<Vec<String>>, max: usize) -> Vec<[String; 3]> {
+    raw.into_iter()
+        .filter_map(|t| match t.as_slice() {
+            [s, r, o] if !s.trim().is_empty() && !r.trim().is_empty() && !o.trim().is_empty() => {
+                Some([
+                    s.trim().to_string(),
+                    r.trim().to_string(),
+                    o.trim().to_string(),
+                ])
+            }
+            _ => None,
+        })
+        .take(max)
+        .collect()
+}
+
+/// `s` with each unknown found (`#k`) replaced by its object, the longest names first
+/// (`#12` before `#1`).
+fn fill(s: &str, known: &[(String, String)]) -> String {
+    let mut sorted: Vec<&(String, String)> = known.iter().collect();
+    sorted.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    let mut out = s.to_string();
+    for (k, v) in sorted {
+        out = out.replace(k.as_str(), v);
+    }
+    out
+}
+
 /// What came before a chain's last call: the units read, the trace steps, the failures.
 struct Done {
     read: Vec<usize>,
@@ -475,6 +725,8 @@ struct Done {
 #[derive(Default)]
 struct Hops {
     found: Vec<(String, String)>,
+    /// `chain-path-passagesN`: the triples found, in order.
+    facts: Vec<[String; 3]>,
     used: Vec<usize>,
     read: Vec<Span>,
     steps: Vec<Step>,
@@ -785,6 +1037,16 @@ fn is_name(s: &str) -> bool {
     s.chars().any(char::is_uppercase) && !s.chars().any(|c| c.is_ascii_digit())
 }
 
+/// The triples as sentences, one a line: `1. The director of Jaws is Steven Spielberg.`
+fn said_block(facts: &[[String; 3]]) -> String {
+    facts
+        .iter()
+        .enumerate()
+        .map(|(i, [s, r, o])| format!("{}. The {r} of {s} is {o}.", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The triples, one a line: `1. subject | relation | object`.
 pub fn facts_block(facts: &[[String; 3]]) -> String {
     facts
@@ -850,6 +1112,7 @@ mod tests {
             "chain-facts-passages200",
             "chain-decompose-passages400",
             "chain-decompose-final-passages400",
+            "chain-path-passages400",
         ] {
             assert_eq!(parse(name).unwrap().to_string(), name);
         }
@@ -880,11 +1143,37 @@ mod tests {
     }
 
     #[test]
+    fn a_path_fills_its_unknowns_in_order() {
+        let raw = vec![
+            vec!["Jaws".to_string(), "director".into(), "#1".into()],
+            vec!["#1".to_string(), "mother".into()],
+            vec!["#1".to_string(), " ".into(), "#2".into()],
+            vec!["#1".to_string(), "mother".into(), "#2".into()],
+            vec!["#2".to_string(), "date of death".into(), "#3".into()],
+        ];
+        let path = path_triples(raw, 4);
+        assert_eq!(path.len(), 3);
+        assert_eq!(path[1], ["#1".to_string(), "mother".into(), "#2".into()]);
+        let known = vec![
+            ("#1".to_string(), "Steven Spielberg".to_string()),
+            ("#12".to_string(), "X".to_string()),
+        ];
+        assert_eq!(fill("#1", &known), "Steven Spielberg");
+        assert_eq!(fill("#12 and #1", &known), "X and Steven Spielberg");
+        assert!(names_unfound(&fill("#2", &known)));
+        assert_eq!(path_triples(vec![], 4), Vec::<[String; 3]>::new());
+    }
+
+    #[test]
     fn facts_are_numbered_triples() {
         let f = [
             ["A".to_string(), "mother".into(), "B".into()],
             ["B".to_string(), "died".into(), "851".into()],
         ];
         assert_eq!(facts_block(&f), "1. A | mother | B\n2. B | died | 851");
+        assert_eq!(
+            said_block(&f),
+            "1. The mother of A is B.\n2. The died of B is 851."
+        );
     }
 }
