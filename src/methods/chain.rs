@@ -619,9 +619,11 @@ impl Chain {
                 break;
             }
             asked += 1;
-            let header = (!hops.facts.is_empty())
-                .then(|| format!("Facts found so far:\n{}", facts_block(&hops.facts)))
-                .unwrap_or_default();
+            let header = if hops.facts.is_empty() {
+                String::new()
+            } else {
+                format!("Facts found so far:\n{}", facts_block(&hops.facts))
+            };
             let (passages, units) = ctx
                 .window
                 .within(self.passages)
