@@ -972,25 +972,35 @@ fn a_musique_sub_question_takes_the_models_earlier_answers() {
     );
 }
 
-#[tokio::test]
-async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far() {
-    let prompts = Prompts::load().unwrap();
-    let nav = Config::default().navigate;
-    let memory = chain_memory();
+/// A scripted LLM for the chain tests: each prompt (the last message) answered by `reply`, and
+/// the prompts it was sent, in order.
+fn scripted_chain(
+    reply: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (Service, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keep = seen.clone();
     let llm = ScriptedLlm::new([]).with_responder(move |r| {
         let p = r.messages.last().unwrap().content.clone();
         keep.lock().unwrap().push(p.clone());
-        Scripted::Reply(if p.starts_with("Break the question") {
+        Scripted::Reply(reply(&p))
+    });
+    (Service::new(Arc::new(llm), None, policy()), seen)
+}
+
+#[tokio::test]
+async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Break the question") {
             r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#.into()
         } else if p.contains("Question: Who is the mother of Lothair II?") {
             r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        })
+        }
     });
-    let svc = Service::new(Arc::new(llm), None, policy());
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-decompose-passages400".parse().unwrap();
     let trace = methods::run(
@@ -1027,21 +1037,16 @@ async fn the_final_chain_asks_the_question_itself_last_and_skips_what_names_no_a
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    let llm = ScriptedLlm::new([]).with_responder(move |r| {
-        let p = r.messages.last().unwrap().content.clone();
-        keep.lock().unwrap().push(p.clone());
-        Scripted::Reply(if p.starts_with("Break the question") {
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Break the question") {
             // "#2" names an answer never found: that sub-question is skipped.
             r#"{"questions": ["Who is the mother of Lothair II?", "Who is the son of #2?", "When did #1 die?"]}"#.into()
         } else if p.contains("Question: Who is the mother of Lothair II?") {
             r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        })
+        }
     });
-    let svc = Service::new(Arc::new(llm), None, policy());
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-decompose-final-passages400".parse().unwrap();
     let question = "When did Lothair II's mother die?";
@@ -1077,20 +1082,16 @@ async fn the_final_chain_ends_at_a_hop_that_found_nothing_and_answers_from_the_q
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    let llm = ScriptedLlm::new([]).with_responder(move |r| {
-        let p = r.messages.last().unwrap().content.clone();
-        keep.lock().unwrap().push(p.clone());
-        Scripted::Reply(if p.starts_with("Break the question") {
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Break the question") {
             r#"{"questions": ["Who is the mother of Lothair II?", "Who is the father of #1?", "When did #2 die?"]}"#.into()
         } else if p.contains("Question: Who is the mother of Lothair II?") {
-            r#"{"reasoning": "The text does not mention his mother.", "answer": "No information"}"#.into()
+            r#"{"reasoning": "The text does not mention his mother.", "answer": "No information"}"#
+                .into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        })
+        }
     });
-    let svc = Service::new(Arc::new(llm), None, policy());
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-decompose-final-passages400".parse().unwrap();
     let question = "When did Lothair II's mother die?";
@@ -1123,21 +1124,16 @@ async fn the_path_chain_asks_each_triple_of_its_subject_and_states_the_facts_las
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    let llm = ScriptedLlm::new([]).with_responder(move |r| {
-        let p = r.messages.last().unwrap().content.clone();
-        keep.lock().unwrap().push(p.clone());
-        Scripted::Reply(if p.starts_with("Write the path") {
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Write the path") {
             // The third triple relates two objects found: the final call's comparison, no hop.
             r##"{"path": [["Lothair II", "mother", "#1"], ["#1", "date of death", "#2"], ["#1", "same as", "#2"]]}"##.into()
         } else if p.contains("Question: What is the mother of Lothair II?") {
             r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        })
+        }
     });
-    let svc = Service::new(Arc::new(llm), None, policy());
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-path-passages400".parse().unwrap();
     let question = "When did Lothair II's mother die?";
@@ -1181,18 +1177,13 @@ async fn a_path_that_does_not_parse_answers_once_from_the_fast_context() {
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    let llm = ScriptedLlm::new([]).with_responder(move |r| {
-        let p = r.messages.last().unwrap().content.clone();
-        keep.lock().unwrap().push(p.clone());
-        Scripted::Reply(if p.starts_with("Write the path") {
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Write the path") {
             r#"{"path": [["Lothair II", "mother"]]}"#.into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        })
+        }
     });
-    let svc = Service::new(Arc::new(llm), None, policy());
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-path-passages400".parse().unwrap();
     let trace = methods::run(

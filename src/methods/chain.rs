@@ -250,16 +250,10 @@ impl Chain {
             ..Step::default()
         };
         if subs.len() < 2 {
-            let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
-            shown.note = format!(
-                "one step: one-shot answer from {own_hop}'s context ({})",
-                shown.note
-            );
-            let mut trace =
-                one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
-            trace.steps.insert(0, decomposition);
-            trace.failures = failures;
-            return Ok(trace);
+            let plan = (decomposition, failures);
+            return self
+                .one_shot(ctx, view, (question, options, q), "one step", plan, before)
+                .await;
         }
         let mut hops = Hops {
             steps: vec![decomposition],
@@ -558,16 +552,10 @@ impl Chain {
             ..Step::default()
         };
         if path.is_empty() {
-            let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
-            shown.note = format!(
-                "no path: one-shot answer from {own_hop}'s context ({})",
-                shown.note
-            );
-            let mut trace =
-                one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
-            trace.steps.insert(0, plan);
-            trace.failures = failures;
-            return Ok(trace);
+            let plan = (plan, failures);
+            return self
+                .one_shot(ctx, view, (question, options, q), "no path", plan, before)
+                .await;
         }
         let ranked: Vec<usize> = Bm25::over(&view.segments)
             .rank(q)
@@ -713,6 +701,32 @@ fn fill(s: &str, known: &[(String, String)]) -> String {
         out = out.replace(k.as_str(), v);
     }
     out
+}
+
+impl Chain {
+    /// The question answered once from `bm25-own-hop-passagesN`'s context, after the plan
+    /// step `plan.0` (a decomposition or a path that gave no hops, `why`) and its failures.
+    async fn one_shot(
+        &self,
+        ctx: &Ctx<'_>,
+        view: &Memory,
+        (question, options, q): (&str, &[String], &str),
+        why: &str,
+        (plan, failures): (Step, Vec<String>),
+        before: crate::llm::StageStats,
+    ) -> Result<Trace, MethodError> {
+        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
+        let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
+        shown.note = format!(
+            "{why}: one-shot answer from {own_hop}'s context ({})",
+            shown.note
+        );
+        let mut trace =
+            one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
+        trace.steps.insert(0, plan);
+        trace.failures = failures;
+        Ok(trace)
+    }
 }
 
 /// What came before a chain's last call: the units read, the trace steps, the failures.
