@@ -260,18 +260,12 @@ impl Chain {
             failures,
             ..Hops::default()
         };
-        // Each sub-question's answer by position (`#k` is the k-th sub-question's answer).
-        let mut by_position: Vec<Option<String>> = Vec::new();
+        // The answers found: `#k` and the k-th sub-question's answer.
+        let mut known: Vec<(String, String)> = Vec::new();
         let mut last_sub: Option<String> = None;
         let mut last = (String::new(), String::new(), Vec::new(), Vec::new());
         for (k, sub) in subs.iter().enumerate() {
-            let mut sub_k = sub.clone();
-            for j in (1..=by_position.len()).rev() {
-                if let Some(a) = &by_position[j - 1] {
-                    sub_k = sub_k.replace(&format!("#{j}"), a);
-                }
-            }
-            by_position.push(None);
+            let sub_k = fill(sub, &known);
             let is_last = k + 1 == subs.len();
             if self.final_call {
                 if names_unfound(&sub_k) {
@@ -323,24 +317,22 @@ impl Chain {
                 break;
             }
             hops.steps.push(step);
-            by_position[k] = Some(answer.clone());
+            known.push((format!("#{}", k + 1), answer.clone()));
             hops.found.push((sub_k, answer.clone()));
             last = (answer, reasoning, shown.segments, shown.spans);
         }
         if self.final_call {
-            {
-                let last = match last_sub {
-                    Some(sub) => {
-                        let shown =
-                            context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub)?;
-                        Some((format!("\"{sub}\"'s"), shown.segments))
-                    }
-                    None => None,
-                };
-                return self
-                    .answer_last(ctx, view, question, options, q, last, hops, before)
-                    .await;
-            }
+            let last = match last_sub {
+                Some(sub) => {
+                    let shown =
+                        context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub)?;
+                    Some((format!("\"{sub}\"'s"), shown.segments))
+                }
+                None => None,
+            };
+            return self
+                .answer_last(ctx, view, question, options, q, last, hops, before)
+                .await;
         }
         let after = ctx.llm.ledger().snapshot().total();
         let (answer, reasoning, final_segments, final_spans) = last;
@@ -410,24 +402,7 @@ impl Chain {
                 said_block(&hops.facts)
             )
         };
-        // The room counts the answers found as part of the question.
-        let (passages, shown) = ctx
-            .window
-            .within(self.passages)
-            .fit(
-                ctx.prompts,
-                PromptId::Answer,
-                &format!("{q}\n{header}"),
-                view,
-                &order,
-                &[],
-            )
-            .map_err(AnswerError::from)?;
-        let text = if header.is_empty() {
-            passages
-        } else {
-            format!("{header}\n\n{passages}")
-        };
+        let (text, shown) = self.under(ctx, view, q, &header, &order)?;
         let mut notes = hops.notes;
         notes.push(format!(
             "{} answer(s) found; {} passage(s) shown, {}",
@@ -612,23 +587,7 @@ impl Chain {
             } else {
                 format!("Facts found so far:\n{}", facts_block(&hops.facts))
             };
-            let (passages, units) = ctx
-                .window
-                .within(self.passages)
-                .fit(
-                    ctx.prompts,
-                    PromptId::Answer,
-                    &format!("{sub}\n{header}"),
-                    view,
-                    &order,
-                    &[],
-                )
-                .map_err(AnswerError::from)?;
-            let text = if header.is_empty() {
-                passages
-            } else {
-                format!("{header}\n\n{passages}")
-            };
+            let (text, units) = self.under(ctx, view, &sub, &header, &order)?;
             let Answered {
                 answer, mut step, ..
             } = answer_step(
@@ -691,11 +650,11 @@ fn path_triples(raw: Vec<Vec<String>>, max: usize) -> Vec<[String; 3]> {
         .collect()
 }
 
-/// `s` with each unknown found (`#k`) replaced by its object, the longest names first
-/// (`#12` before `#1`).
+/// `s` with each unknown found (`#k`) replaced by its object, the longest names first and
+/// then the higher (`#12` before `#2` before `#1`).
 fn fill(s: &str, known: &[(String, String)]) -> String {
     let mut sorted: Vec<&(String, String)> = known.iter().collect();
-    sorted.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    sorted.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| b.cmp(a)));
     let mut out = s.to_string();
     for (k, v) in sorted {
         out = out.replace(k.as_str(), v);
@@ -704,6 +663,33 @@ fn fill(s: &str, known: &[(String, String)]) -> String {
 }
 
 impl Chain {
+    /// The answer prompt's text for `q`: `header` (what the chain found; none when empty)
+    /// above the units of `order` that fit in N tokens, the room counting the header as part
+    /// of the question; and the units shown.
+    fn under(
+        &self,
+        ctx: &Ctx<'_>,
+        view: &Memory,
+        q: &str,
+        header: &str,
+        order: &[usize],
+    ) -> Result<(String, Vec<usize>), AnswerError> {
+        let (passages, shown) = ctx.window.within(self.passages).fit(
+            ctx.prompts,
+            PromptId::Answer,
+            &format!("{q}\n{header}"),
+            view,
+            order,
+            &[],
+        )?;
+        let text = if header.is_empty() {
+            passages
+        } else {
+            format!("{header}\n\n{passages}")
+        };
+        Ok((text, shown))
+    }
+
     /// The question answered once from `bm25-own-hop-passagesN`'s context, after the plan
     /// step `plan.0` (a decomposition or a path that gave no hops, `why`) and its failures.
     async fn one_shot(
@@ -753,14 +739,16 @@ struct Hops {
 /// The sub-questions answered, one a line (`1. Who directed Jaws? Steven Spielberg`); None
 /// when there are none.
 fn found_block(found: &[(String, String)]) -> Option<String> {
-    (!found.is_empty()).then(|| {
-        found
-            .iter()
-            .enumerate()
-            .map(|(i, (s, a))| format!("{}. {s} {a}", i + 1))
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
+    (!found.is_empty()).then(|| numbered(found.iter().map(|(s, a)| format!("{s} {a}"))))
+}
+
+/// `lines`, numbered from 1, one a line (`1. ...`).
+fn numbered(lines: impl Iterator<Item = String>) -> String {
+    lines
+        .enumerate()
+        .map(|(i, l)| format!("{}. {l}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Whether a sub-question still holds a `#k` placeholder (an answer not found, or a
@@ -986,16 +974,7 @@ impl Chain {
                 .collect();
             let mut order = walked.read.clone();
             order.extend(hop_by_title(view, q, true, &ranked));
-            // The room counts the facts as part of the question.
-            let (passages, shown) = ctx.window.within(self.passages).fit(
-                ctx.prompts,
-                PromptId::Answer,
-                &format!("{q}\n{header}"),
-                view,
-                &order,
-                &[],
-            )?;
-            (format!("{header}\n\n{passages}"), shown)
+            self.under(ctx, view, q, &header, &order)?
         };
         let note = format!(
             "{} fact(s) from {} hop(s); {} passage(s) shown",
@@ -1055,22 +1034,16 @@ fn is_name(s: &str) -> bool {
 
 /// The triples as sentences, one a line: `1. The director of Jaws is Steven Spielberg.`
 fn said_block(facts: &[[String; 3]]) -> String {
-    facts
-        .iter()
-        .enumerate()
-        .map(|(i, [s, r, o])| format!("{}. The {r} of {s} is {o}.", i + 1))
-        .collect::<Vec<_>>()
-        .join("\n")
+    numbered(
+        facts
+            .iter()
+            .map(|[s, r, o]| format!("The {r} of {s} is {o}.")),
+    )
 }
 
 /// The triples, one a line: `1. subject | relation | object`.
 pub fn facts_block(facts: &[[String; 3]]) -> String {
-    facts
-        .iter()
-        .enumerate()
-        .map(|(i, f)| format!("{}. {}", i + 1, f.join(" | ")))
-        .collect::<Vec<_>>()
-        .join("\n")
+    numbered(facts.iter().map(|f| f.join(" | ")))
 }
 
 /// The passages of the entity `key` ([`title_key`] of its name): those titled with it (at
