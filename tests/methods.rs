@@ -1032,6 +1032,57 @@ async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far(
     assert_eq!(trace.requests + trace.cache_hits, 3);
 }
 
+/// `gold-decompose`: the model's sub-questions, each over the gold paragraphs only (not the
+/// distractors, not a retrieval of its own); it refuses without gold evidence.
+#[tokio::test]
+async fn the_gold_decomposition_answers_each_sub_question_over_the_gold_paragraphs() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let span_of = |needle: &str| {
+        let s = CHAIN_DOC.find(needle).unwrap();
+        (s, s + needle.len())
+    };
+    let gold = [
+        span_of("His mother was Ermengarde of Tours."),
+        span_of("Ermengarde of Tours died on 20 March 851 in Italy."),
+    ];
+    let (svc, seen) = scripted_chain(|p| {
+        if p.starts_with("Break the question") {
+            r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#.into()
+        } else if p.contains("Question: Who is the mother of Lothair II?") {
+            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
+        }
+    });
+    let ctx = Ctx {
+        gold: Some(&gold),
+        ..chain_ctx(&svc, &prompts, &[])
+    };
+    let spec: MethodSpec = "gold-decompose".parse().unwrap();
+    let q = "When did Lothair II's mother die?";
+    let trace = methods::run(&spec, &ctx, &nav, &memory, q, &[])
+        .await
+        .unwrap();
+    assert_eq!(trace.method, "gold-decompose");
+    assert_eq!(trace.answer, "20 March 851");
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 3, "the decomposition and two sub-questions");
+    for hop in &sent[1..] {
+        assert!(hop.contains("His mother was") && hop.contains("died on 20 March 851"));
+        assert!(!hop.contains("piano") && !hop.contains("floods"), "{hop}");
+    }
+    assert!(sent[2].contains("Question: When did Ermengarde of Tours die?"));
+    seen.lock().unwrap().clear();
+    let none = Ctx { gold: None, ..ctx };
+    let err = methods::run(&spec, &none, &nav, &memory, q, &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MethodError::NoGoldEvidence { .. }), "{err}");
+    assert!(seen.lock().unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn the_final_chain_asks_the_question_itself_last_and_skips_what_names_no_answer() {
     let prompts = Prompts::load().unwrap();

@@ -413,6 +413,7 @@ pub(super) fn context(
 
 /// What a one-prompt method shows the answerer: the text, the segments it holds (if it is made
 /// of segments), their byte ranges in the document and a note for the trace.
+#[derive(Clone, Debug, Default)]
 pub struct ShownText {
     pub text: String,
     pub segments: Vec<usize>,

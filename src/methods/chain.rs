@@ -19,7 +19,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::baseline::{context, hop_by_title, one_prompt_answer, segment_spans, Baseline};
+use super::baseline::{
+    context, hop_by_title, one_prompt_answer, segment_spans, Baseline, ShownText,
+};
 use super::method::{wrong_memory, Family, Form, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
@@ -40,7 +42,7 @@ use crate::text::{occurs_in, span, Bm25, Span};
 pub const HOP_UNITS: usize = 2;
 
 /// The chain method: every prompt shows at most `passages` tokens of passages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Chain {
     pub passages: usize,
     /// The final answer reads the path's triples alone (the passages only where no fact was
@@ -167,8 +169,9 @@ impl Method for Chain {
                 .await;
         }
         if self.decompose {
+            let asked = (question, options, q.as_str());
             return self
-                .decomposed(ctx, nav, &view, question, options, &q, before)
+                .decomposed(ctx, nav, &view, asked, Over::Retrieved, before)
                 .await;
         }
         let walked = self.walk(ctx, nav.max_trials.max(1), &view, &q).await?;
@@ -196,6 +199,15 @@ impl Method for Chain {
     }
 }
 
+/// What each sub-question of a decomposition reads: its own retrieval
+/// (`bm25-own-hop-passagesN`'s context for the sub-question), or one fixed text for every hop
+/// (the gold paragraphs, `gold-decompose`).
+#[derive(Clone, Copy)]
+pub(super) enum Over<'a> {
+    Retrieved,
+    Fixed(&'a ShownText),
+}
+
 #[derive(Deserialize)]
 struct Decomposed {
     #[serde(default)]
@@ -207,15 +219,13 @@ impl Chain {
     /// context with the answers so far above it; the last answer is the answer. A
     /// decomposition into fewer than two sub-questions (or none that parses) answers the
     /// question once from `bm25-own-hop-passagesN`'s context.
-    #[allow(clippy::too_many_arguments)]
-    async fn decomposed(
+    pub(super) async fn decomposed(
         &self,
         ctx: &Ctx<'_>,
         nav: &NavigateConfig,
         view: &Memory,
-        question: &str,
-        options: &[String],
-        q: &str,
+        (question, options, q): (&str, &[String], &str),
+        over: Over<'_>,
         before: crate::llm::StageStats,
     ) -> Result<Trace, MethodError> {
         let max_hops = nav.max_trials.max(1);
@@ -250,6 +260,14 @@ impl Chain {
             ..Step::default()
         };
         if subs.len() < 2 {
+            if let Over::Fixed(text) = over {
+                let mut trace =
+                    one_prompt_answer(ctx, &self.name(), question, options, before, text.clone())
+                        .await?;
+                trace.steps.insert(0, decomposition);
+                trace.failures = failures;
+                return Ok(trace);
+            }
             let plan = (decomposition, failures);
             return self
                 .one_shot(ctx, view, (question, options, q), "one step", plan, before)
@@ -283,7 +301,12 @@ impl Chain {
             } else {
                 sub_k.clone()
             };
-            let shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub_q)?;
+            let shown = match over {
+                Over::Retrieved => {
+                    context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub_q)?
+                }
+                Over::Fixed(text) => text.clone(),
+            };
             let text = match found_block(&hops.found) {
                 None => shown.text.clone(),
                 Some(found) => format!("Answers found so far:\n{found}\n\n{}", shown.text),

@@ -11,6 +11,10 @@
 //! {relation} of {subject}?", a subject that is an earlier hop's object replaced by the model's
 //! answer to it) over that hop's own gold paragraph; the answer is the last sub-question's
 //! (MuSiQue), or for triples the question answered from the hops' answers in one more call.
+//! `gold-decompose` is the other half of that ceiling: the model's own sub-questions
+//! (`chain-decompose-passagesN`'s decomposition and hops) each answered over all the gold
+//! paragraphs, so that only the decomposition differs from `gold-chain` and only the retrieval
+//! from `chain-decompose-passagesN`.
 //!
 //! Only the eval harness knows an item's gold evidence (`Ctx::gold`, `Ctx::chain`); elsewhere,
 //! and for a dataset without such evidence, these methods fail with
@@ -20,6 +24,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::{one_prompt_answer, ShownText};
+use super::chain::{Chain, Over};
 use super::method::{wrong_memory, Family, Form, Method, MethodSpec};
 use super::spec::{MemoryKind, MethodError, Prepared};
 use super::Ctx;
@@ -39,6 +44,8 @@ pub enum Oracle {
     GoldTriples,
     /// One hop at a time along the gold path, each over its own gold paragraph.
     GoldChain,
+    /// The model's own sub-questions, each over all the gold paragraphs.
+    GoldDecompose,
 }
 
 /// One hop of a question's gold path: a sub-question (MuSiQue) or a triple (2Wiki), its
@@ -104,6 +111,12 @@ pub const FORMS: &[Form<Oracle>] = &[
         effect: "one hop at a time along the gold path, each over its own gold paragraph",
         make: |_| Oracle::GoldChain,
     },
+    Form {
+        pattern: "gold-decompose",
+        effect:
+            "the model's own sub-questions (chain-decompose's), each over all the gold paragraphs",
+        make: |_| Oracle::GoldDecompose,
+    },
 ];
 
 pub const FAMILY: Family = Family {
@@ -124,7 +137,7 @@ impl Method for Oracle {
     async fn answer(
         &self,
         ctx: &Ctx<'_>,
-        _nav: &NavigateConfig,
+        nav: &NavigateConfig,
         prepared: &Prepared,
         question: &str,
         options: &[String],
@@ -149,6 +162,26 @@ impl Method for Oracle {
         let before = ctx.llm.ledger().snapshot().total();
         let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
         let shown = shown(*self, &document, gold);
+        if *self == Oracle::GoldDecompose {
+            let text = ShownText {
+                note: format!("gold paragraphs, {} tokens", shown.tokens),
+                text: shown.text,
+                segments: Vec::new(),
+                spans: shown.spans,
+            };
+            // The passage budget is unused: every hop reads the gold paragraphs whole.
+            let chain = Chain {
+                decompose: true,
+                ..Chain::default()
+            };
+            let q = crate::answer::with_options(question, options);
+            let asked = (question, options, q.as_str());
+            let mut trace = chain
+                .decomposed(ctx, nav, memory, asked, Over::Fixed(&text), before)
+                .await?;
+            trace.method = self.name();
+            return Ok(trace);
+        }
         let note = format!(
             "{}: {} gold sentence(s), {} tokens",
             self.name(),
@@ -290,7 +323,7 @@ pub fn shown(oracle: Oracle, document: &str, gold: &[Span]) -> excerpt::Excerpt 
     let index = Sentences::of(document);
     match oracle {
         Oracle::GoldSentences => excerpt::of_spans(document, &index, gold),
-        Oracle::GoldPassages | Oracle::GoldTriples | Oracle::GoldChain => {
+        Oracle::GoldPassages | Oracle::GoldTriples | Oracle::GoldChain | Oracle::GoldDecompose => {
             // Each passage holding a gold sentence, from its header to its body's end; a gold
             // sentence outside any passage is shown alone.
             let mut ranges: Vec<Span> = gold
