@@ -314,7 +314,8 @@ pub(crate) struct AskArgs {
     /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
     /// the best recall over eval/runs/corpus-recall's three corpora), or a navigator over the
     /// co-occurrence memory of the question's best 20 candidate passages (e.g.
-    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget).
+    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget), or a chain
+    /// walking those passages hop by hop (e.g. chain-path-passages400).
     #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).
@@ -391,7 +392,8 @@ pub(crate) struct BatchArgs {
     /// With --corpus: bm25, bm25-hop, dense, graph-start, graph-hop or graph-own-hop (default:
     /// the best recall over eval/runs/corpus-recall's three corpora), or a navigator over the
     /// co-occurrence memory of the question's best 20 candidate passages (e.g.
-    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget).
+    /// kn-cooccurrence-hop-final-s-mix-passages400; its name sets its budget), or a chain
+    /// walking those passages hop by hop (e.g. chain-path-passages400).
     #[arg(long, requires = "corpus", default_value = "graph-own-hop")]
     pub(crate) retriever: String,
     /// With --corpus: tokens of passages in the answer prompt (0: as many as the window holds).

@@ -536,15 +536,82 @@ async fn a_navigator_answers_across_documents_over_its_candidates_memory() {
         note.contains("relations from the LLM's records: 1"),
         "{note}"
     );
-    // Only co-occurrence navigators answer across a corpus; others are refused naming why.
-    let err = "kn-passages400".parse::<CorpusMethod>().unwrap_err();
-    assert!(err.contains("-cooccurrence"), "{err}");
+    // Only co-occurrence navigators and passage readers answer across a corpus; others (an
+    // LLM-graph navigator, an oracle row) are refused naming why.
+    for name in ["kn-passages400", "gold-passages"] {
+        let err = name.parse::<CorpusMethod>().unwrap_err();
+        assert!(err.contains("-cooccurrence"), "{err}");
+    }
     let err = "bm26".parse::<CorpusMethod>().unwrap_err();
     assert!(err.contains("unknown corpus method 'bm26'"), "{err}");
     assert_eq!(
         "graph-own-hop".parse::<CorpusMethod>().unwrap(),
         CorpusMethod::Retrieve(Retriever::GraphOwnHop)
     );
+}
+
+/// `ask --corpus --retriever chain-path-passages400`: the chain walks the question's candidate
+/// passages across documents: the first hop reads its subject's own passage (Ron Joyce's, in
+/// a.txt), the second its bridge's, found by title in another document (Tim Hortons', in b.txt),
+/// and the passages the last call showed map back to their documents.
+#[tokio::test]
+async fn a_chain_answers_across_documents_hop_by_hop_over_its_candidates() {
+    use qrmem::llm::{Scripted, ScriptedLlm};
+    use qrmem::methods::CorpusMethod;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let c = abc(dir.path());
+    let llm = Arc::new(ScriptedLlm::new([]).with_responder(|r| {
+        let p = r.messages.last().unwrap().content.clone();
+        Scripted::Reply(if p.starts_with("Write the path of facts") {
+            r##"{"path": [["Ron Joyce", "chain founded", "#1"], ["#1", "number of restaurants", "#2"]]}"##
+                .into()
+        } else if p.contains("Question: What is the chain founded of Ron Joyce?") {
+            r#"{"reasoning": "r", "answer": "Tim Hortons"}"#.into()
+        } else {
+            r#"{"reasoning": "r", "answer": "4,613"}"#.into()
+        })
+    }));
+    let setup = Setup::new(llm.clone());
+    let ctx = setup.rt();
+    let q = "How many restaurants comprise the chain that Ron Joyce helped found?";
+    let method: CorpusMethod = "chain-path-passages400".parse().unwrap();
+    let answered = qrmem::methods::answer_corpus(&ctx, &c, q, &[], &method, 0)
+        .await
+        .unwrap();
+    let trace = answered.trace;
+    assert_eq!(trace.answer, "4,613");
+    assert_eq!(trace.method, "corpus-chain-path-passages400");
+    let prompts: Vec<String> = llm
+        .received()
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .collect();
+    assert_eq!(prompts.len(), 4, "the path, two hops, the answer");
+    let second = &prompts[2];
+    assert!(
+        second.contains("Question: What is the number of restaurants of Tim Hortons?"),
+        "{second}"
+    );
+    // The bridge's own passage, from the other document, is read in its hop (found by its
+    // title among the candidates, so it is taken before the sub-question's passages).
+    assert!(
+        second.contains("Tim Hortons is a restaurant chain"),
+        "{second}"
+    );
+    assert!(prompts[1].contains("Ron Joyce helped found Tim Hortons"));
+    assert!(
+        trace.steps[2].note.contains("the subject's own passages"),
+        "{}",
+        trace.steps[2].note
+    );
+    let b_id = c.resolve("b.txt").unwrap();
+    assert!(
+        answered.passages.contains(&(b_id, 0)),
+        "{:?}",
+        answered.passages
+    );
+    assert!(trace.steps[1].note.contains("the subject's own passages"));
 }
 
 /// The graph's start over the co-occurrence memory: the passages linked to the entities the

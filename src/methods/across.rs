@@ -185,17 +185,26 @@ impl FromStr for CorpusMethod {
             return Ok(CorpusMethod::Retrieve(r));
         }
         match s.parse::<MethodSpec>() {
-            Ok(spec) if spec.memory_kind() == MemoryKind::Cooccurrence => {
-                Ok(CorpusMethod::Navigate(spec))
-            }
+            Ok(spec) if over_candidates(&spec) => Ok(CorpusMethod::Navigate(spec)),
             Ok(spec) => Err(format!(
-                "'{}' cannot answer across a corpus: a navigator there reads the co-occurrence memory of the question's candidate passages (name it with -cooccurrence, e.g. kn-cooccurrence-hop-final-s-mix-passages400); the retrievers are bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop",
+                "'{}' cannot answer across a corpus: a method there reads the question's candidate passages, as a navigator of their co-occurrence memory (name it with -cooccurrence, e.g. kn-cooccurrence-hop-final-s-mix-passages400) or as passages (a chain, e.g. chain-path-passages400); the retrievers are bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop",
                 spec.name()
             )),
             Err(_) => Err(format!(
-                "unknown corpus method '{s}': a retriever (bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop) or a navigator over the co-occurrence memory (e.g. kn-cooccurrence-hop-final-s-mix-passages400)"
+                "unknown corpus method '{s}': a retriever (bm25, bm25-hop, dense, graph-start, graph-hop, graph-own-hop), a navigator over the co-occurrence memory (e.g. kn-cooccurrence-hop-final-s-mix-passages400) or a chain (e.g. chain-path-passages400)"
             )),
         }
+    }
+}
+
+/// Whether `spec` can answer over a question's candidate passages across a corpus: a
+/// navigator of their co-occurrence memory, or a method that reads them as passages and needs
+/// no LLM-built memory (a chain, a passage baseline). The oracle rows read no passages.
+fn over_candidates(spec: &MethodSpec) -> bool {
+    match spec.memory_kind() {
+        MemoryKind::Cooccurrence => true,
+        MemoryKind::Segments => spec.reads_passages(),
+        _ => false,
     }
 }
 
@@ -238,11 +247,13 @@ pub async fn answer_corpus(
     }
 }
 
-/// Answers `question` across `corpus` with the navigator `spec`, as QRMeM answers over one
-/// document: the question's candidate passages (the graph's own-start hop across the corpus,
-/// at most [`NAVIGATED_CANDIDATES`], best first) become one document of `Passage i:` blocks
-/// under their titles, its co-occurrence memory is built (no LLM call), and the navigator runs
-/// over it with the configured `[navigate]` and `[answer]`. The passages its answer showed are
+/// Answers `question` across `corpus` with the navigator or chain `spec`, as it answers over
+/// one document: the question's candidate passages (the graph's own-start hop across the
+/// corpus, at most [`NAVIGATED_CANDIDATES`], best first) become one document of `Passage i:`
+/// blocks under their titles, its memory is built (the co-occurrence memory for a navigator,
+/// the passages for a chain; no LLM call), and the method runs over it with the configured
+/// `[navigate]` and `[answer]`. A chain's hops find their subjects' passages by title among
+/// the candidates. The passages its answer showed are
 /// mapped back to their documents.
 pub async fn navigate_corpus(
     ctx: &Runtime<'_>,
@@ -260,8 +271,10 @@ pub async fn navigate_corpus(
     if ranges.is_empty() {
         return Err(AcrossError::Empty(corpus.location().display().to_string()));
     }
+    // The method's own memory of the candidates: their co-occurrence memory for a navigator,
+    // their passages for a chain (neither makes an LLM call).
     let mut prepared = prepare(
-        MemoryKind::Cooccurrence,
+        spec.memory_kind(),
         ctx,
         &document,
         None,
