@@ -5,7 +5,9 @@
                                        2Wiki: the objects of its evidences)
 
 For each method, the share of questions whose first hop answer matches the gold path's first
-answer, and whose every found answer covers the gold path's answers in order (token F1 >= 0.5,
+answer, whose found answers cover the gold path's bridges (every answer but the last), and
+whose found answers and final answer cover every answer of the gold path, the last too
+(for a compositional question: the bridge found and the answer right) (token F1 >= 0.5,
 the answers normalised as the metrics do). Reads the traces only: no LLM.
 """
 import glob
@@ -41,8 +43,9 @@ def gold_path(item):
 
 def hop_answers(trace):
     out = []
-    for s in trace["steps"][1:]:
-        if s["kind"] != "hop":
+    for s in trace["steps"]:
+        # The plan step (the path or the decomposition) holds no answer.
+        if s["kind"] != "hop" or s.get("note", "").startswith(("path:", "decomposition:")):
             continue
         r = s["reason"]
         if " -> " in r:
@@ -61,20 +64,26 @@ def load(path):
 def main(run, data, methods):
     items = {str(it.get("id", it.get("_id"))): it for it in load(data)}
     for m in methods:
-        first = every = n = 0
-        for f in glob.glob(f"{run}/traces/*--{m}--*.json"):
-            item = items.get(f.split("/")[-1].split("--")[0])
-            if not item:
+        first = every = whole = n = 0
+        for f in sorted(glob.glob(f"{run}/traces/*--{m}*.json")):
+            name = f.split("/")[-1][: -len(".json")].split("--")
+            item = items.get(name[0])
+            if not item or name[1] != m:
                 continue
             gold = gold_path(item)
-            found = [a for a in hop_answers(json.load(open(f))) if a and a != "(not found)"]
+            trace = json.load(open(f))
+            found = [a for a in hop_answers(trace) if a and a != "(not found)"]
             n += 1
             first += bool(found) and f1(found[0], gold[0]) >= 0.5
             # Every gold answer but the last (the question's own answer) found by some hop.
             bridge = gold[:-1]
             every += all(any(f1(a, g) >= 0.5 for a in found) for g in bridge)
+            # The last gold answer too, by a hop or as the answer: the whole path read right.
+            said = found + [trace.get("answer", "")]
+            whole += all(any(f1(a, g) >= 0.5 for a in said) for g in gold)
         print(f"{m}: {n} questions; first hop right {first} ({100 * first / max(n, 1):.0f}%), "
-              f"every bridge found {every} ({100 * every / max(n, 1):.0f}%)")
+              f"every bridge found {every} ({100 * every / max(n, 1):.0f}%), "
+              f"the whole path {whole} ({100 * whole / max(n, 1):.0f}%)")
 
 
 if __name__ == "__main__":
