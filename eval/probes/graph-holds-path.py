@@ -11,6 +11,8 @@ For each memory kind in RUN/memories (the LLM graph `-graph-`, the co-occurrence
   - an edge of that entity has a description that names the object.
 The item's memory is the one whose document holds the item's first supporting sentence.
 A hop the memory holds can be read from the graph; one it does not must be read from passages.
+The last row is the text itself: the subject is a paragraph's title among the item's, and
+that paragraph names the object (so a hop that reads its subject's own passage can find it).
 """
 import glob
 import gzip
@@ -65,6 +67,16 @@ def main():
                 names += n_ok
         pct = lambda n: f"{n} ({100 * n / total:.1f}%)"
         print(f"| {kind} | {total} | {pct(subject)} | {pct(reaches)} | {pct(names)} |")
+    total = titled = names = 0
+    for it in items:
+        paragraphs = {norm(t): norm(" ".join(ss)) for t, ss in it["context"]}
+        for s, _r, o in it["evidences"]:
+            total += 1
+            own = paragraphs.get(norm(s))
+            titled += own is not None
+            names += own is not None and norm(o) in own
+    pct = lambda n: f"{n} ({100 * n / total:.1f}%)"
+    print(f"| the text: the subject's own paragraph | {total} | {pct(titled)} | | {pct(names)} |")
 
 
 if __name__ == "__main__":
