@@ -733,6 +733,12 @@ async fn the_own_hop_baseline_starts_from_the_passage_titled_with_the_question_n
 /// whose own passage holds the answer; two distractors.
 const CHAIN_DOC: &str = "Passage 1:\nLothair II\nLothair II was a king. His mother was Ermengarde of Tours.\n\nPassage 2:\nPiano\nThe piano is an instrument played in many halls.\n\nPassage 3:\nErmengarde of Tours\nErmengarde of Tours died on 20 March 851 in Italy.\n\nPassage 4:\nRiver Po\nThe Po is a river in Italy that floods in spring.";
 
+/// Where `needle` stands in [`CHAIN_DOC`], as a gold span.
+fn chain_span(needle: &str) -> (usize, usize) {
+    let s = CHAIN_DOC.find(needle).unwrap();
+    (s, s + needle.len())
+}
+
 /// The chain tests' memory: [`CHAIN_DOC`]'s segments.
 fn chain_memory() -> Prepared {
     Prepared::Graph(Box::new(Memory::segments_only(
@@ -890,16 +896,12 @@ async fn the_gold_path_rows_read_the_triples_or_answer_hop_by_hop_with_the_model
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let span_of = |needle: &str| {
-        let s = CHAIN_DOC.find(needle).unwrap();
-        (s, s + needle.len())
-    };
     let path = [
         GoldHop {
             subject: "Lothair II".into(),
             relation: "mother".into(),
             answer: "Ermengarde of Tours".into(),
-            span: Some(span_of(
+            span: Some(chain_span(
                 "Lothair II was a king. His mother was Ermengarde of Tours.",
             )),
             ..GoldHop::default()
@@ -908,7 +910,7 @@ async fn the_gold_path_rows_read_the_triples_or_answer_hop_by_hop_with_the_model
             subject: "Ermengarde of Tours".into(),
             relation: "date of death".into(),
             answer: "20 March 851".into(),
-            span: Some(span_of(
+            span: Some(chain_span(
                 "Ermengarde of Tours died on 20 March 851 in Italy.",
             )),
             ..GoldHop::default()
@@ -1039,13 +1041,9 @@ async fn the_gold_decomposition_answers_each_sub_question_over_the_gold_paragrap
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let span_of = |needle: &str| {
-        let s = CHAIN_DOC.find(needle).unwrap();
-        (s, s + needle.len())
-    };
     let gold = [
-        span_of("His mother was Ermengarde of Tours."),
-        span_of("Ermengarde of Tours died on 20 March 851 in Italy."),
+        chain_span("His mother was Ermengarde of Tours."),
+        chain_span("Ermengarde of Tours died on 20 March 851 in Italy."),
     ];
     let (svc, seen) = scripted_chain(|p| {
         if p.starts_with("Break the question") {

@@ -208,6 +208,30 @@ pub(super) enum Over<'a> {
     Fixed(&'a ShownText),
 }
 
+impl Over<'_> {
+    /// What a step asking `q` reads: `bm25-own-hop-passagesN`'s context for `q` (N =
+    /// `passages`), or the fixed text.
+    fn shown(
+        self,
+        ctx: &Ctx<'_>,
+        view: &Memory,
+        passages: usize,
+        q: &str,
+    ) -> Result<ShownText, AnswerError> {
+        match self {
+            Over::Retrieved => context(
+                Baseline::Bm25OwnHopPassages(passages),
+                ctx.prompts,
+                ctx.embedder,
+                ctx.window,
+                view,
+                q,
+            ),
+            Over::Fixed(text) => Ok(text.clone()),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct Decomposed {
     #[serde(default)]
@@ -252,7 +276,6 @@ impl Chain {
                     Vec::new()
                 }
             };
-        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
         let decomposition = Step {
             kind: StepKind::Hop,
             reason: subs.join(" / "),
@@ -260,17 +283,17 @@ impl Chain {
             ..Step::default()
         };
         if subs.len() < 2 {
-            if let Over::Fixed(text) = over {
-                let mut trace =
-                    one_prompt_answer(ctx, &self.name(), question, options, before, text.clone())
-                        .await?;
-                trace.steps.insert(0, decomposition);
-                trace.failures = failures;
-                return Ok(trace);
-            }
             let plan = (decomposition, failures);
             return self
-                .one_shot(ctx, view, (question, options, q), "one step", plan, before)
+                .one_shot(
+                    ctx,
+                    view,
+                    (question, options, q),
+                    over,
+                    "one step",
+                    plan,
+                    before,
+                )
                 .await;
         }
         let mut hops = Hops {
@@ -301,12 +324,7 @@ impl Chain {
             } else {
                 sub_k.clone()
             };
-            let shown = match over {
-                Over::Retrieved => {
-                    context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub_q)?
-                }
-                Over::Fixed(text) => text.clone(),
-            };
+            let shown = over.shown(ctx, view, self.passages, &sub_q)?;
             let text = match found_block(&hops.found) {
                 None => shown.text.clone(),
                 Some(found) => format!("Answers found so far:\n{found}\n\n{}", shown.text),
@@ -347,8 +365,7 @@ impl Chain {
         if self.final_call {
             let last = match last_sub {
                 Some(sub) => {
-                    let shown =
-                        context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, &sub)?;
+                    let shown = Over::Retrieved.shown(ctx, view, self.passages, &sub)?;
                     Some((format!("\"{sub}\"'s"), shown.segments))
                 }
                 None => None,
@@ -552,7 +569,15 @@ impl Chain {
         if path.is_empty() {
             let plan = (plan, failures);
             return self
-                .one_shot(ctx, view, (question, options, q), "no path", plan, before)
+                .one_shot(
+                    ctx,
+                    view,
+                    (question, options, q),
+                    Over::Retrieved,
+                    "no path",
+                    plan,
+                    before,
+                )
                 .await;
         }
         let ranked: Vec<usize> = Bm25::over(&view.segments)
@@ -713,23 +738,29 @@ impl Chain {
         Ok((text, shown))
     }
 
-    /// The question answered once from `bm25-own-hop-passagesN`'s context, after the plan
-    /// step `plan.0` (a decomposition or a path that gave no hops, `why`) and its failures.
+    /// The question answered once from what `over` shows for it (`bm25-own-hop-passagesN`'s
+    /// context, or the fixed text), after the plan step `plan.0` (a decomposition or a path
+    /// that gave no hops, `why`) and its failures.
+    #[allow(clippy::too_many_arguments)]
     async fn one_shot(
         &self,
         ctx: &Ctx<'_>,
         view: &Memory,
         (question, options, q): (&str, &[String], &str),
+        over: Over<'_>,
         why: &str,
         (plan, failures): (Step, Vec<String>),
         before: crate::llm::StageStats,
     ) -> Result<Trace, MethodError> {
-        let own_hop = Baseline::Bm25OwnHopPassages(self.passages);
-        let mut shown = context(own_hop, ctx.prompts, ctx.embedder, ctx.window, view, q)?;
-        shown.note = format!(
-            "{why}: one-shot answer from {own_hop}'s context ({})",
-            shown.note
-        );
+        let mut shown = over.shown(ctx, view, self.passages, q)?;
+        shown.note = match over {
+            Over::Retrieved => format!(
+                "{why}: one-shot answer from {}'s context ({})",
+                Baseline::Bm25OwnHopPassages(self.passages),
+                shown.note
+            ),
+            Over::Fixed(_) => format!("{why}: one-shot answer ({})", shown.note),
+        };
         let mut trace =
             one_prompt_answer(ctx, &self.name(), question, options, before, shown).await?;
         trace.steps.insert(0, plan);

@@ -176,11 +176,9 @@ impl Method for Oracle {
             };
             let q = crate::answer::with_options(question, options);
             let asked = (question, options, q.as_str());
-            let mut trace = chain
+            return chain
                 .decomposed(ctx, nav, memory, asked, Over::Fixed(&text), before)
-                .await?;
-            trace.method = self.name();
-            return Ok(trace);
+                .await;
         }
         let note = format!(
             "{}: {} gold sentence(s), {} tokens",
