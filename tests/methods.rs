@@ -989,20 +989,29 @@ fn scripted_chain(
     (Service::new(Arc::new(llm), None, policy()), seen)
 }
 
-#[tokio::test]
-async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far() {
-    let prompts = Prompts::load().unwrap();
-    let nav = Config::default().navigate;
-    let memory = chain_memory();
-    let (svc, seen) = scripted_chain(|p| {
+/// [`scripted_chain`] for a decomposition of "When did Lothair II's mother die?": the
+/// decomposition replies `decomposition`, the mother's sub-question Ermengarde of Tours, every
+/// other prompt 20 March 851.
+fn lothair_decomposed(decomposition: &'static str) -> (Service, Arc<Mutex<Vec<String>>>) {
+    scripted_chain(move |p| {
         if p.starts_with("Break the question") {
-            r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#.into()
+            decomposition.into()
         } else if p.contains("Question: Who is the mother of Lothair II?") {
             r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
         } else {
             r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
         }
-    });
+    })
+}
+
+#[tokio::test]
+async fn the_decomposed_chain_answers_each_sub_question_with_the_answers_so_far() {
+    let prompts = Prompts::load().unwrap();
+    let nav = Config::default().navigate;
+    let memory = chain_memory();
+    let (svc, seen) = lothair_decomposed(
+        r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#,
+    );
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-decompose-passages400".parse().unwrap();
     let trace = methods::run(
@@ -1045,15 +1054,9 @@ async fn the_gold_decomposition_answers_each_sub_question_over_the_gold_paragrap
         chain_span("His mother was Ermengarde of Tours."),
         chain_span("Ermengarde of Tours died on 20 March 851 in Italy."),
     ];
-    let (svc, seen) = scripted_chain(|p| {
-        if p.starts_with("Break the question") {
-            r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#.into()
-        } else if p.contains("Question: Who is the mother of Lothair II?") {
-            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
-        } else {
-            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        }
-    });
+    let (svc, seen) = lothair_decomposed(
+        r#"{"questions": ["Who is the mother of Lothair II?", "When did #1 die?"]}"#,
+    );
     let ctx = Ctx {
         gold: Some(&gold),
         ..chain_ctx(&svc, &prompts, &[])
@@ -1086,16 +1089,10 @@ async fn the_final_chain_asks_the_question_itself_last_and_skips_what_names_no_a
     let prompts = Prompts::load().unwrap();
     let nav = Config::default().navigate;
     let memory = chain_memory();
-    let (svc, seen) = scripted_chain(|p| {
-        if p.starts_with("Break the question") {
-            // "#2" names an answer never found: that sub-question is skipped.
-            r#"{"questions": ["Who is the mother of Lothair II?", "Who is the son of #2?", "When did #1 die?"]}"#.into()
-        } else if p.contains("Question: Who is the mother of Lothair II?") {
-            r#"{"reasoning": "r", "answer": "Ermengarde of Tours"}"#.into()
-        } else {
-            r#"{"reasoning": "r", "answer": "20 March 851"}"#.into()
-        }
-    });
+    // "#2" names an answer never found: that sub-question is skipped.
+    let (svc, seen) = lothair_decomposed(
+        r#"{"questions": ["Who is the mother of Lothair II?", "Who is the son of #2?", "When did #1 die?"]}"#,
+    );
     let ctx = chain_ctx(&svc, &prompts, &[]);
     let spec: MethodSpec = "chain-decompose-final-passages400".parse().unwrap();
     let question = "When did Lothair II's mother die?";

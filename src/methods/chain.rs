@@ -239,10 +239,10 @@ struct Decomposed {
 }
 
 impl Chain {
-    /// `chain-decompose-passagesN`: the model's sub-questions, each answered over its own
-    /// context with the answers so far above it; the last answer is the answer. A
-    /// decomposition into fewer than two sub-questions (or none that parses) answers the
-    /// question once from `bm25-own-hop-passagesN`'s context.
+    /// `chain-decompose-passagesN`: the model's sub-questions, each answered over what `over`
+    /// shows for it (its own context, or the gold paragraphs) with the answers so far above
+    /// it; the last answer is the answer. A decomposition into fewer than two sub-questions
+    /// (or none that parses) answers the question once from what `over` shows for it.
     pub(super) async fn decomposed(
         &self,
         ctx: &Ctx<'_>,

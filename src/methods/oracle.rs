@@ -162,24 +162,6 @@ impl Method for Oracle {
         let before = ctx.llm.ledger().snapshot().total();
         let document: String = memory.segments.iter().map(|s| s.text.as_str()).collect();
         let shown = shown(*self, &document, gold);
-        if *self == Oracle::GoldDecompose {
-            let text = ShownText {
-                note: format!("gold paragraphs, {} tokens", shown.tokens),
-                text: shown.text,
-                segments: Vec::new(),
-                spans: shown.spans,
-            };
-            // The passage budget is unused: every hop reads the gold paragraphs whole.
-            let chain = Chain {
-                decompose: true,
-                ..Chain::default()
-            };
-            let q = crate::answer::with_options(question, options);
-            let asked = (question, options, q.as_str());
-            return chain
-                .decomposed(ctx, nav, memory, asked, Over::Fixed(&text), before)
-                .await;
-        }
         let note = format!(
             "{}: {} gold sentence(s), {} tokens",
             self.name(),
@@ -192,6 +174,18 @@ impl Method for Oracle {
             spans: shown.spans,
             note,
         };
+        if *self == Oracle::GoldDecompose {
+            // The passage budget is unused: every hop reads the gold paragraphs whole.
+            let chain = Chain {
+                decompose: true,
+                ..Chain::default()
+            };
+            let q = crate::answer::with_options(question, options);
+            let asked = (question, options, q.as_str());
+            return chain
+                .decomposed(ctx, nav, memory, asked, Over::Fixed(&text), before)
+                .await;
+        }
         Ok(one_prompt_answer(ctx, &self.name(), question, options, before, text).await?)
     }
 }
